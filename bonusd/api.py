@@ -1,0 +1,171 @@
+"""The HTTP API (FastAPI): health, the live floor, members, dead letters and metrics.
+
+Handlers are thin: they read the floor store and shape JSON. Routes that change data
+take the raw file body a casino exports (CSV or JSON), validated as a whole.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import redis.exceptions
+from fastapi import Body, FastAPI, HTTPException, Path, Query, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+
+from bonusd.clock import Clock, GamingCalendar
+from bonusd.errors import ImportFileError
+from bonusd.health import Health
+from bonusd.metrics import Metrics
+from bonusd.registry import Device, Member, parse_text
+from bonusd.store import FloorStore
+
+CARD = Path(pattern=r"^[A-Za-z0-9-]{1,32}$", description="Member card number")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiContext:
+    store: FloorStore
+    health: Health
+    metrics: Metrics
+    clock: Clock
+    calendar: GamingCalendar
+    site: str
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok", "degraded"]
+    site: str
+    mqtt: Literal["connected", "reconnecting"]
+    redis: Literal["ok", "unavailable"]
+    mqtt_error: str
+    redis_error: str
+    ingest_lag_seconds: float
+    pending_messages: int
+    clock: dt.datetime
+    gaming_day: dt.date
+
+
+class ActiveOut(BaseModel):
+    card: str
+    kind: str
+    device: str
+    seat: int | None
+    area: str
+    since: str | None
+    last_play: str | None
+    last_seen: str | None
+
+
+class DayOut(BaseModel):
+    card: str
+    gaming_day: dt.date
+    slots_points: int
+    tables_points: int
+    spend_cents: int
+    slots_spend_cents: int
+    tables_spend_cents: int
+    win_cents: int
+    games: int
+    ratings: int
+    visit: bool
+
+
+class MemberOut(BaseModel):
+    card: str
+    registered: bool
+    flagged_unregistered: bool
+    member: Member | None
+    active: ActiveOut | None
+
+
+class ImportOut(BaseModel):
+    imported: int
+
+
+def create_app(ctx: ApiContext) -> FastAPI:
+    """Build the application around one daemon's context."""
+    app = FastAPI(
+        title="bonusd",
+        version="1",
+        summary="Real-time casino floor bonusing: the live floor and its promotions.",
+    )
+
+    @app.exception_handler(redis.exceptions.ConnectionError)
+    async def _redis_down(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(
+            {"detail": f"Redis is unavailable ({exc}); the daemon keeps retrying"}, status_code=503
+        )
+
+    @app.exception_handler(ImportFileError)
+    async def _bad_import(_: Request, exc: ImportFileError) -> JSONResponse:
+        rows = [{"row": e.row, "field": e.field, "problem": e.problem} for e in exc.errors]
+        return JSONResponse({"detail": str(exc), "errors": rows}, status_code=422)
+
+    @app.get("/health", response_model=HealthOut, tags=["operations"])
+    async def health() -> HealthOut:
+        h = ctx.health
+        now = ctx.clock.now()
+        return HealthOut(
+            status=h.status(),
+            site=ctx.site,
+            mqtt="connected" if h.mqtt_connected else "reconnecting",
+            redis="ok" if h.redis_ok else "unavailable",
+            mqtt_error=h.mqtt_error,
+            redis_error=h.redis_error,
+            ingest_lag_seconds=round(h.ingest_lag_s(), 3),
+            pending_messages=h.pending,
+            clock=now,
+            gaming_day=ctx.calendar.gaming_day(now),
+        )
+
+    @app.get("/metrics", tags=["operations"], response_class=Response)
+    async def metrics() -> Response:
+        return Response(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.get("/floor/active", response_model=list[ActiveOut], tags=["floor"])
+    async def active(
+        area: Annotated[str | None, Query(pattern=r"^[a-z0-9_-]{1,32}$")] = None,
+        kind: Literal["egm", "table"] | None = None,
+    ) -> list[dict[str, Any]]:
+        return await ctx.store.active(area=area, kind=kind)
+
+    @app.get("/members/{card}", response_model=MemberOut, tags=["members"])
+    async def member(card: Annotated[str, CARD]) -> MemberOut:
+        record = await ctx.store.member(card)
+        unregistered = await ctx.store.is_unregistered(card)
+        session = await ctx.store.session(card)
+        if record is None and not unregistered and session is None:
+            raise HTTPException(404, f"card {card} is neither registered nor seen on the floor")
+        return MemberOut(
+            card=card,
+            registered=record is not None,
+            flagged_unregistered=unregistered,
+            member=record,
+            active=ActiveOut(**session) if session else None,
+        )
+
+    @app.get("/members/{card}/days/{day}", response_model=DayOut, tags=["members"])
+    async def member_day(card: Annotated[str, CARD], day: dt.date) -> DayOut:
+        totals = await ctx.store.member_day(card, day)
+        return DayOut(card=card, gaming_day=day, **totals)
+
+    @app.post("/members/import", response_model=ImportOut, tags=["members"])
+    async def import_members(body: Annotated[str, Body(media_type="text/csv")]) -> ImportOut:
+        records = parse_text(Member, body, source="request body")
+        return ImportOut(imported=await ctx.store.import_members(records))
+
+    @app.post("/devices/import", response_model=ImportOut, tags=["floor"])
+    async def import_devices(body: Annotated[str, Body(media_type="text/csv")]) -> ImportOut:
+        records = parse_text(Device, body, source="request body")
+        return ImportOut(imported=await ctx.store.import_devices(records))
+
+    @app.get("/deadletters", tags=["operations"])
+    async def deadletters(
+        count: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    ) -> list[dict[str, str]]:
+        return await ctx.store.deadletters(count)
+
+    return app

@@ -1,0 +1,148 @@
+"""The `bonusd` command line: run the daemon, import registries, inspect dead letters."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import redis.asyncio as aioredis
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bonusd.errors import BonusdError
+from bonusd.keys import Keys
+from bonusd.registry import Device, Member, read_file
+from bonusd.service import Service
+from bonusd.settings import Settings, load_settings
+from bonusd.store import FloorStore
+from bonusd.telemetry import json_schemas
+
+app = typer.Typer(help="bonusd: real-time casino floor bonusing.", no_args_is_help=True)
+members_app = typer.Typer(help="The member registry.", no_args_is_help=True)
+devices_app = typer.Typer(help="The device registry (EGMs and tables).", no_args_is_help=True)
+telemetry_app = typer.Typer(help="The telemetry contract.", no_args_is_help=True)
+app.add_typer(members_app, name="members")
+app.add_typer(devices_app, name="devices")
+app.add_typer(telemetry_app, name="telemetry")
+err = Console(stderr=True)
+
+
+def _settings() -> Settings:
+    settings = load_settings()
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return settings
+
+
+def _store(settings: Settings) -> tuple[aioredis.Redis, FloorStore]:
+    r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+    store = FloorStore(
+        r,
+        Keys(settings.key_prefix, settings.site),
+        dedup_ttl_s=settings.dedup_window_s,
+        deadletter_maxlen=settings.deadletter_maxlen,
+        deadletter_payload_bytes=settings.deadletter_payload_bytes,
+    )
+    return r, store
+
+
+@app.command()
+def run() -> None:
+    """Run the daemon: MQTT ingest, floor upkeep and the HTTP API, until SIGTERM."""
+    settings = _settings()
+
+    async def main() -> None:
+        async with Service(settings) as service:
+            await service.run()
+
+    asyncio.run(main())
+
+
+@members_app.command("import")
+def import_members(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)]) -> None:
+    """Create or update members from a CSV or JSON file (all rows valid, or none written)."""
+    settings = _settings()
+    records = read_file(Member, file)
+
+    async def write() -> int:
+        r, store = _store(settings)
+        try:
+            return await store.import_members(records)
+        finally:
+            await r.aclose()
+
+    typer.echo(f"imported {asyncio.run(write())} member(s) into site {settings.site}")
+
+
+@devices_app.command("import")
+def import_devices(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)]) -> None:
+    """Create or update EGMs and tables from a CSV or JSON file."""
+    settings = _settings()
+    records = read_file(Device, file)
+
+    async def write() -> int:
+        r, store = _store(settings)
+        try:
+            return await store.import_devices(records)
+        finally:
+            await r.aclose()
+
+    typer.echo(f"imported {asyncio.run(write())} device(s) into site {settings.site}")
+
+
+@app.command()
+def deadletters(
+    count: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object a line.")] = False,
+) -> None:
+    """List rejected telemetry messages with their reasons."""
+    settings = _settings()
+
+    async def read() -> tuple[list[dict[str, str]], dict[str, int]]:
+        r, store = _store(settings)
+        try:
+            return await store.deadletters(count), await store.stats()
+        finally:
+            await r.aclose()
+
+    rows, stats = asyncio.run(read())
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    table = Table(title=f"dead letters of site {settings.site} (newest first)")
+    for col in ("arrived", "reason", "topic", "detail", "payload"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(row["id"], row["reason"], row["topic"], row["detail"], row["payload"][:80])
+    Console().print(table)
+    by_reason = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("deadletter:")}
+    typer.echo(f"totals by reason: {json.dumps(by_reason, sort_keys=True)}")
+
+
+@telemetry_app.command("schemas")
+def schemas(
+    out: Annotated[Path, typer.Option(help="Folder for one JSON Schema file per type.")] = Path(
+        "docs/schemas"
+    ),
+) -> None:
+    """Write the JSON Schema of every telemetry event type (generated from the decoder)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, schema in json_schemas().items():
+        (out / f"{name}.schema.json").write_text(json.dumps(schema, indent=2) + "\n")
+    typer.echo(f"wrote {len(json_schemas())} schema(s) to {out}")
+
+
+def main() -> None:
+    """Console entry point: operator errors print as one clear message, exit status 2."""
+    try:
+        app()
+    except BonusdError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise SystemExit(2) from exc

@@ -1,0 +1,296 @@
+"""MQTT ingest: telemetry from the broker into the floor store, exactly once, in batches.
+
+The broker keeps a persistent MQTT v5 session for the daemon (fixed client id, clean start
+off, a session expiry), so what is published while the daemon is down waits for it. Every
+message is acknowledged to the broker only after its effect (or its dead letter) is
+committed in Redis; a crash before that means redelivery, and redelivery is harmless
+because the store applies each event id once.
+
+Speed comes from batching below aiomqtt's per-message iterator: paho hands each message
+to a callback that only appends it to a list, and the consumer applies whatever has
+arrived in one Lua call, then acknowledges it all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import aiomqtt
+import redis.exceptions
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from bonusd.backoff import Backoff
+from bonusd.clock import Clock
+from bonusd.health import Health
+from bonusd.metrics import Metrics
+from bonusd.store import BatchResult, DeadLetter, FloorStore
+from bonusd.telemetry import FloorEvent, Rejection, TelemetryDecoder
+
+logger = logging.getLogger(__name__)
+
+DRAIN_DEADLINE_S = 5.0
+REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    topic: str
+    payload: bytes
+    mid: int
+    qos: int
+    arrived_mono: float
+    arrived_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class MqttTarget:
+    """Where and how to connect, parsed from `BONUSD_MQTT_URL`."""
+
+    host: str
+    port: int
+    username: str | None
+    password: str | None
+    tls: bool
+
+    @classmethod
+    def from_url(cls, url: str) -> MqttTarget:
+        parts = urlsplit(url)
+        tls = parts.scheme == "mqtts"
+        return cls(
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or (8883 if tls else 1883),
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+            tls=tls,
+        )
+
+
+CommitHook = Callable[[list[Received], BatchResult, float], None]
+
+
+class Ingest:
+    """Owns the MQTT subscription of one site; `run()` reconnects until `stop` is set."""
+
+    def __init__(
+        self,
+        *,
+        target: MqttTarget,
+        client_id: str,
+        topic_filter: str,
+        shared_group: str,
+        session_expiry_s: int,
+        receive_maximum: int,
+        batch_max: int,
+        decoder: TelemetryDecoder,
+        store: FloorStore,
+        clock: Clock,
+        metrics: Metrics,
+        health: Health,
+        backoff_max_s: float,
+        on_commit: CommitHook | None = None,
+    ) -> None:
+        self._target = target
+        self._client_id = client_id
+        self._filter = f"$share/{shared_group}/{topic_filter}" if shared_group else topic_filter
+        self._session_expiry_s = session_expiry_s
+        self._receive_maximum = receive_maximum
+        self._batch_max = batch_max
+        self._decoder = decoder
+        self._store = store
+        self._clock = clock
+        self._metrics = metrics
+        self._health = health
+        self._backoff_max_s = backoff_max_s
+        self._on_commit = on_commit
+        self._inbox: deque[Received] = deque()
+        self._arrived = asyncio.Event()
+        self.committed = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Connect, consume, and on any broker failure reconnect with jittered backoff."""
+        backoff = Backoff(cap=self._backoff_max_s)
+        while not stop.is_set():
+            try:
+                await self._session(stop)
+            except* aiomqtt.MqttError as group:
+                self._health.mqtt_connected = False
+                self._health.mqtt_error = str(group.exceptions[0])
+                self._metrics.connected.labels("mqtt").set(0)
+                self._metrics.reconnects.labels("mqtt").inc()
+                delay = backoff.next_delay()
+                logger.warning(
+                    "MQTT broker %s:%s unreachable or lost (%s); retrying in %.1fs",
+                    self._target.host,
+                    self._target.port,
+                    group.exceptions[0],
+                    delay,
+                )
+                await _sleep_or_stop(stop, delay)
+            else:
+                backoff.reset()
+
+    def _client(self) -> aiomqtt.Client:
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = self._session_expiry_s
+        props.ReceiveMaximum = self._receive_maximum
+        client = aiomqtt.Client(
+            self._target.host,
+            self._target.port,
+            identifier=self._client_id,
+            username=self._target.username,
+            password=self._target.password,
+            protocol=aiomqtt.ProtocolVersion.V5,
+            clean_start=False,
+            properties=props,
+            tls_context=ssl.create_default_context() if self._target.tls else None,
+            logger=logging.getLogger("bonusd.mqtt"),
+        )
+        # aiomqtt 2.x has no manual acknowledgement yet (empicano/aiomqtt#345), so the paho
+        # client underneath is configured directly: acks are ours to send, and messages go
+        # straight to our inbox instead of through aiomqtt's per-message queue.
+        paho = client._client
+        paho.manual_ack_set(True)
+        paho.on_message = self._on_paho_message
+        return client
+
+    def _on_paho_message(self, _client: Any, _userdata: Any, message: Any) -> None:
+        # Runs on the event loop thread (aiomqtt reads the socket from a loop reader).
+        now = time.monotonic()
+        self._inbox.append(
+            Received(
+                message.topic,
+                message.payload,
+                message.mid,
+                message.qos,
+                now,
+                int(time.time() * 1000),
+            )
+        )
+        if self._health.oldest_pending_mono is None:
+            self._health.oldest_pending_mono = now
+        self._arrived.set()
+
+    async def _session(self, stop: asyncio.Event) -> None:
+        client = self._client()
+        self._inbox.clear()  # unacknowledged leftovers are redelivered by the broker
+        self._health.oldest_pending_mono = None
+        async with client:
+            await client.subscribe(self._filter, qos=1)
+            self._health.mqtt_connected = True
+            self._health.mqtt_error = ""
+            self._metrics.connected.labels("mqtt").set(1)
+            logger.info("subscribed to %s as %s", self._filter, self._client_id)
+            # A failing child (the watcher raising MqttError) cancels this body and the
+            # group re-raises it; otherwise the body waits for shutdown and ends both.
+            async with asyncio.TaskGroup() as tg:
+                watcher = tg.create_task(_until_disconnected(client))
+                consumer = tg.create_task(self._consume(client, stop))
+                await stop.wait()
+                self._arrived.set()  # wake the consumer: it commits what it holds, then ends
+                try:
+                    await asyncio.wait_for(asyncio.shield(consumer), timeout=DRAIN_DEADLINE_S)
+                except TimeoutError:
+                    logger.warning("ingest did not drain within %ss; cancelling", DRAIN_DEADLINE_S)
+                    consumer.cancel()
+                watcher.cancel()
+        logger.info("ingest stopped; %d message(s) left for redelivery", len(self._inbox))
+
+    async def _consume(self, client: aiomqtt.Client, stop: asyncio.Event) -> None:
+        paho = client._client
+        while not stop.is_set():
+            if not self._inbox:
+                self._arrived.clear()
+                await self._arrived.wait()
+                if stop.is_set():
+                    return
+            n = min(len(self._inbox), self._batch_max)
+            batch = [self._inbox.popleft() for _ in range(n)]
+            result = await self._commit(batch, stop)
+            if result is None:
+                return
+            for msg in batch:
+                if msg.qos:
+                    paho.ack(msg.mid, msg.qos)
+            self._after_commit(batch, result)
+
+    async def _commit(self, batch: list[Received], stop: asyncio.Event) -> BatchResult | None:
+        now = self._clock.now()
+        events: list[FloorEvent] = []
+        dead: list[DeadLetter] = []
+        for msg in batch:
+            decoded = self._decoder.decode(msg.topic, msg.payload, now)
+            if isinstance(decoded, Rejection):
+                reason, detail = decoded.reason, decoded.detail
+                dead.append(DeadLetter(reason, msg.topic, msg.payload, detail, msg.arrived_ms))
+            else:
+                events.append(decoded)
+        backoff = Backoff(cap=self._backoff_max_s)
+        while True:
+            try:
+                result = await self._store.apply_batch(events, dead)
+            except REDIS_ERRORS as exc:
+                if self._health.redis_ok or backoff.attempt == 0:
+                    self._metrics.reconnects.labels("redis").inc()
+                self._health.redis_ok = False
+                self._health.redis_error = str(exc)
+                self._metrics.connected.labels("redis").set(0)
+                delay = backoff.next_delay()
+                logger.warning(
+                    "Redis unavailable (%s); %d message(s) held unacknowledged, retry in %.1fs",
+                    exc,
+                    len(batch),
+                    delay,
+                )
+                if await _sleep_or_stop(stop, delay):
+                    return None
+                continue
+            if not self._health.redis_ok:
+                self._health.redis_ok = True
+                self._health.redis_error = ""
+                self._metrics.connected.labels("redis").set(1)
+                if backoff.attempt:
+                    logger.warning("Redis is back; ingest resumes")
+            for d in dead:
+                self._metrics.dead_letters.labels(d.reason.value).inc()
+                logger.debug("dead letter %s on %s: %s", d.reason.value, d.topic, d.detail)
+            return result
+
+    def _after_commit(self, batch: list[Received], result: BatchResult) -> None:
+        done = time.monotonic()
+        self.committed += len(batch)
+        m = self._metrics
+        m.events_applied.inc(result.applied)
+        m.duplicates.inc(result.duplicates)
+        m.batch_size.observe(len(batch))
+        for msg in batch:
+            m.ingest_latency.observe(done - msg.arrived_mono)
+        self._health.last_commit_mono = done
+        self._health.pending = len(self._inbox)
+        self._health.oldest_pending_mono = self._inbox[0].arrived_mono if self._inbox else None
+        if self._on_commit is not None:
+            self._on_commit(batch, result, done)
+
+
+async def _until_disconnected(client: aiomqtt.Client) -> None:
+    """Completes by raising `MqttError` when the connection is lost (our callback replaced
+    aiomqtt's, so its queue stays empty and its iterator only ever reports disconnection)."""
+    async for _ in client.messages:
+        pass
+
+
+async def _sleep_or_stop(stop: asyncio.Event, delay: float) -> bool:
+    """Sleep `delay` seconds; return True early if `stop` is set."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=delay)
+    except TimeoutError:
+        return False
+    return True

@@ -1,0 +1,84 @@
+"""Redis key layout. Every key of a site carries the site as its hash tag, `{site}`, so one
+casino's atomic scripts run on one Redis Cluster shard while a group's casinos spread out.
+
+    {prefix}:{site}:member:{card}          hash   member record (import)
+    {prefix}:{site}:members                set    registered cards
+    {prefix}:{site}:unregistered           set    cards seen in telemetry but never imported
+    {prefix}:{site}:device:{device}        hash   device registry (kind, area, bank, position)
+    {prefix}:{site}:session:{card}         hash   where the card is active now
+    {prefix}:{site}:at:{device}            string the card active at the device
+    {prefix}:{site}:active:{kind}:{area}   zset   active cards, score = since (ms)
+    {prefix}:{site}:lastseen               zset   active cards, score = last event (ms)
+    {prefix}:{site}:day:{day}:{card}       hash   gaming-day totals of one member
+    {prefix}:{site}:visits:{day}           set    members with a gaming visit that day
+    {prefix}:{site}:seen:{hour}            set    applied event ids by event hour (dedup)
+    {prefix}:{site}:deadletters            stream rejected messages
+    {prefix}:{site}:stats                  hash   counters (applied, duplicates, ...)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Builds the keys of one site."""
+
+    prefix: str
+    site: str
+
+    @property
+    def base(self) -> str:
+        """Every key starts with this; the Lua scripts derive their keys from it."""
+        return f"{self.prefix}:{{{self.site}}}:"
+
+    def member(self, card: str) -> str:
+        return f"{self.base}member:{card}"
+
+    @property
+    def members(self) -> str:
+        return f"{self.base}members"
+
+    @property
+    def unregistered(self) -> str:
+        return f"{self.base}unregistered"
+
+    def device(self, device: str) -> str:
+        return f"{self.base}device:{device}"
+
+    @property
+    def devices(self) -> str:
+        return f"{self.base}devices"
+
+    def session(self, card: str) -> str:
+        return f"{self.base}session:{card}"
+
+    def at(self, device: str) -> str:
+        return f"{self.base}at:{device}"
+
+    def active(self, kind: str, area: str) -> str:
+        return f"{self.base}active:{kind}:{area}"
+
+    @property
+    def active_index(self) -> str:
+        """Set of the `active:{kind}:{area}` keys in use, so queries need no SCAN."""
+        return f"{self.base}active-index"
+
+    @property
+    def lastseen(self) -> str:
+        return f"{self.base}lastseen"
+
+    def day(self, day: str, card: str) -> str:
+        return f"{self.base}day:{day}:{card}"
+
+    def visits(self, day: str) -> str:
+        return f"{self.base}visits:{day}"
+
+    @property
+    def deadletters(self) -> str:
+        return f"{self.base}deadletters"
+
+    @property
+    def stats(self) -> str:
+        return f"{self.base}stats"

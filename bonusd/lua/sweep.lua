@@ -1,0 +1,22 @@
+-- End sessions idle since before a cutoff (a lost card_out), atomically.
+-- KEYS[1]  the site's lastseen zset;  ARGV: base, cutoff_ms, limit
+-- Returns  the cards whose sessions were ended.
+local base, cutoff, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local cards = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. cutoff, 'LIMIT', 0, limit)
+local ended = {}
+for _, card in ipairs(cards) do
+  local skey = base .. 'session:' .. card
+  local v = redis.call('HMGET', skey, 'slot', 'kind', 'area', 'last_seen')
+  if v[1] and tonumber(v[4]) < cutoff then
+    redis.call('ZREM', base .. 'active:' .. v[2] .. ':' .. v[3], card)
+    local at = base .. 'at:' .. v[1]
+    if redis.call('GET', at) == card then redis.call('DEL', at) end
+    redis.call('DEL', skey)
+    ended[#ended + 1] = card
+    redis.call('ZREM', KEYS[1], card)
+  elseif not v[1] then
+    redis.call('ZREM', KEYS[1], card)
+  end
+end
+if #ended > 0 then redis.call('HINCRBY', base .. 'stats', 'idle_sessions_ended', #ended) end
+return ended

@@ -1,0 +1,187 @@
+"""Member and device registries: the records a casino imports, and their file formats.
+
+Imports are all-or-nothing: every row is checked, every error is reported with its row
+and field, and nothing is written unless the whole file is valid.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bonusd.errors import ImportFileError, ImportRowError
+
+
+class Tier(StrEnum):
+    """Tsogo Rewards tiers, lowest first."""
+
+    TEN = "10"
+    J = "J"
+    Q = "Q"
+    K = "K"
+    A = "A"
+
+
+class Member(BaseModel):
+    """A loyalty member as the casino management system hands it over."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    card: str = Field(pattern=r"^[A-Za-z0-9-]{1,32}$")
+    name: str = Field(min_length=1, max_length=120)
+    tier: Tier
+    app_user: bool = False
+    date_of_birth: dt.date | None = None
+    sms_opt_in: bool = False
+    excluded: bool = False
+    exclusion_reason: str = Field(default="", max_length=200)
+    last_visit: dt.date | None = None
+
+    @field_validator("date_of_birth", "last_visit", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if value == "" else value
+
+    def age_on(self, day: dt.date) -> int | None:
+        """Age in whole years on `day`, or None when the date of birth is unknown."""
+        if self.date_of_birth is None:
+            return None
+        born = self.date_of_birth
+        return day.year - born.year - ((day.month, day.day) < (born.month, born.day))
+
+    def to_redis(self) -> dict[str, str]:
+        return {
+            "card": self.card,
+            "name": self.name,
+            "tier": self.tier.value,
+            "app_user": _flag(self.app_user),
+            "date_of_birth": self.date_of_birth.isoformat() if self.date_of_birth else "",
+            "sms_opt_in": _flag(self.sms_opt_in),
+            "excluded": _flag(self.excluded),
+            "exclusion_reason": self.exclusion_reason,
+            "last_visit": self.last_visit.isoformat() if self.last_visit else "",
+        }
+
+    @classmethod
+    def from_redis(cls, raw: Mapping[str, str]) -> Member:
+        return cls.model_validate({k: v for k, v in raw.items() if k in cls.model_fields})
+
+
+class DeviceKind(StrEnum):
+    EGM = "egm"
+    TABLE = "table"
+
+
+class Device(BaseModel):
+    """An EGM or a gaming table and where the crew finds it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    device: str = Field(pattern=r"^[^/#+\s]{1,64}$")
+    kind: DeviceKind
+    area: str = Field(pattern=r"^[a-z0-9_-]{1,32}$")
+    bank: str = Field(default="", max_length=32)
+    position: str = Field(default="", max_length=32)
+
+    def to_redis(self) -> dict[str, str]:
+        return {
+            "device": self.device,
+            "kind": self.kind.value,
+            "area": self.area,
+            "bank": self.bank,
+            "position": self.position,
+        }
+
+
+def _flag(value: bool) -> str:
+    return "1" if value else "0"
+
+
+MEMBER_COLUMNS = tuple(Member.model_fields)
+DEVICE_COLUMNS = tuple(Device.model_fields)
+Record = TypeVar("Record", Member, Device)
+
+
+def parse_records(
+    model: type[Record], rows: Iterable[Mapping[str, Any]], *, source: str, first_row: int = 1
+) -> list[Record]:
+    """Validate every row; raise `ImportFileError` listing all bad rows, or return records."""
+    records: list[Record] = []
+    errors: list[ImportRowError] = []
+    seen: dict[str, int] = {}
+    key = "card" if model is Member else "device"
+    for number, row in enumerate(rows, start=first_row):
+        try:
+            record = model.model_validate(_booleans(row))
+        except ValidationError as exc:
+            for err in exc.errors():
+                field = ".".join(str(p) for p in err["loc"]) or "(row)"
+                errors.append(ImportRowError(source, number, field, err["msg"]))
+            continue
+        ident = getattr(record, key)
+        if ident in seen:
+            errors.append(
+                ImportRowError(source, number, key, f"{ident!r} repeats row {seen[ident]}")
+            )
+            continue
+        seen[ident] = number
+        records.append(record)
+    if errors:
+        raise ImportFileError(source, errors)
+    return records
+
+
+def _booleans(row: Mapping[str, Any]) -> dict[str, Any]:
+    """CSV carries booleans as text; accept the spellings casino exports use."""
+    out: dict[str, Any] = {}
+    for name, value in row.items():
+        if name is None:
+            out["(extra columns)"] = value
+            continue
+        if isinstance(value, str) and value.strip().lower() in _TRUTH:
+            out[name] = _TRUTH[value.strip().lower()]
+        else:
+            out[name] = value
+    return out
+
+
+_TRUTH = {"true": True, "yes": True, "y": True, "false": False, "no": False, "n": False}
+
+
+def read_file(model: type[Record], path: Path) -> list[Record]:
+    """Read a CSV or JSON (array of objects) file of members or devices."""
+    return parse_text(model, path.read_text(encoding="utf-8-sig"), source=path.name)
+
+
+def parse_text(model: type[Record], text: str, *, source: str) -> list[Record]:
+    """Parse CSV or JSON text, judged by its first non-blank character."""
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise ImportFileError(
+                source, [ImportRowError(source, exc.lineno, "(file)", f"not valid JSON: {exc.msg}")]
+            ) from exc
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise ImportFileError(
+                source, [ImportRowError(source, 1, "(file)", "JSON must be an array of objects")]
+            )
+        return parse_records(model, data, source=source)
+    reader = csv.DictReader(io.StringIO(stripped))
+    columns = set(reader.fieldnames or ())
+    required = {n for n, f in model.model_fields.items() if f.is_required()}
+    missing = required - columns
+    if missing:
+        problem = f"missing column(s): {', '.join(sorted(missing))}"
+        raise ImportFileError(source, [ImportRowError(source, 1, "(header)", problem)])
+    rows = ({k: v for k, v in row.items() if v != "" or k in required} for row in reader)
+    return parse_records(model, rows, source=source, first_row=2)

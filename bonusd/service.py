@@ -1,0 +1,202 @@
+"""The composition root: one `Service` owns every connection and task of the daemon.
+
+    async with Service(settings) as service:
+        await service.run()        # until SIGTERM/SIGINT or service.stop()
+
+Startup opens the Redis pool and loads the scripts; the main phase runs ingest, the idle
+sweeper and the HTTP server in one TaskGroup; shutdown stops intake, lets the consumer
+commit what it holds, stops the HTTP server and closes the pool, within deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import signal
+from collections.abc import Generator
+from types import TracebackType
+
+import redis.asyncio as aioredis
+import uvicorn
+
+from bonusd.api import ApiContext, create_app
+from bonusd.backoff import Backoff
+from bonusd.clock import Clock, GamingCalendar, clock_from, sleep_until_or_stop
+from bonusd.health import Health
+from bonusd.ingest import REDIS_ERRORS, CommitHook, Ingest, MqttTarget
+from bonusd.keys import Keys
+from bonusd.metrics import Metrics
+from bonusd.settings import Settings
+from bonusd.store import FloorStore
+from bonusd.telemetry import DecodeLimits, TelemetryDecoder
+
+logger = logging.getLogger(__name__)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: SIGTERM belongs to the `Service`."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class Service:
+    """The daemon: ingest, floor upkeep and HTTP API for one site."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        serve_http: bool = True,
+        on_commit: CommitHook | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock or clock_from(settings.clock_start, settings.clock_speed)
+        self.calendar = GamingCalendar(settings.zone, settings.gaming_day_start)
+        self.keys = Keys(settings.key_prefix, settings.site)
+        self.metrics = Metrics()
+        self.health = Health()
+        self.stop_event = asyncio.Event()
+        self._serve_http = serve_http
+        self.redis = aioredis.Redis.from_url(
+            settings.redis_url,
+            decode_responses=True,
+            socket_timeout=10,
+            socket_connect_timeout=5,
+            health_check_interval=15,
+        )
+        self.store = FloorStore(
+            self.redis,
+            self.keys,
+            dedup_ttl_s=settings.dedup_window_s + 3600,
+            deadletter_maxlen=settings.deadletter_maxlen,
+            deadletter_payload_bytes=settings.deadletter_payload_bytes,
+        )
+        self.decoder = TelemetryDecoder(
+            prefix=settings.topic_prefix,
+            site=settings.site,
+            calendar=self.calendar,
+            limits=DecodeLimits(
+                max_payload_bytes=settings.max_payload_bytes,
+                max_future_skew=dt.timedelta(seconds=settings.max_future_skew_s),
+                max_age=dt.timedelta(seconds=settings.dedup_window_s),
+            ),
+        )
+        self.ingest = Ingest(
+            target=MqttTarget.from_url(settings.mqtt_url),
+            client_id=settings.client_id,
+            topic_filter=self.decoder.topic_filter(),
+            shared_group=settings.mqtt_shared_group,
+            session_expiry_s=settings.mqtt_session_expiry_s,
+            receive_maximum=settings.mqtt_receive_maximum,
+            batch_max=settings.batch_max,
+            decoder=self.decoder,
+            store=self.store,
+            clock=self.clock,
+            metrics=self.metrics,
+            health=self.health,
+            backoff_max_s=settings.backoff_max_s,
+            on_commit=on_commit,
+        )
+        self.app = create_app(
+            ApiContext(
+                store=self.store,
+                health=self.health,
+                metrics=self.metrics,
+                clock=self.clock,
+                calendar=self.calendar,
+                site=settings.site,
+            )
+        )
+        self._http: uvicorn.Server | None = None
+
+    async def __aenter__(self) -> Service:
+        await self._probe_redis()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.redis.aclose()
+        logger.info("bonusd stopped: %d message(s) committed this run", self.ingest.committed)
+
+    def stop(self) -> None:
+        """Ask the daemon to shut down (what SIGTERM does)."""
+        self.stop_event.set()
+
+    async def run(self, *, install_signal_handlers: bool = True) -> None:
+        """Run until stopped. Broker or Redis outages are waited out, never fatal."""
+        loop = asyncio.get_running_loop()
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.ingest.run(self.stop_event), name="ingest")
+                tg.create_task(self._sweep_idle(), name="idle-sweeper")
+                if self._serve_http:
+                    tg.create_task(self._serve(), name="http")
+                logger.info(
+                    "bonusd running for site %s (clock %s, speed x%s)",
+                    self.settings.site,
+                    self.clock.now().isoformat(),
+                    self.settings.clock_speed,
+                )
+        finally:
+            if install_signal_handlers:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+
+    async def _probe_redis(self) -> None:
+        """Log whether Redis answers; the daemon starts either way and retries in ingest."""
+        try:
+            await self.redis.ping()
+        except REDIS_ERRORS as exc:
+            logger.warning("Redis at %s is not answering yet (%s)", self.settings.redis_url, exc)
+            self.health.redis_ok = False
+            self.health.redis_error = str(exc)
+        else:
+            self.health.redis_ok = True
+            self.metrics.connected.labels("redis").set(1)
+
+    async def _serve(self) -> None:
+        config = uvicorn.Config(
+            self.app,
+            host=self.settings.http_host,
+            port=self.settings.http_port,
+            log_level="warning",
+            lifespan="off",
+        )
+        server = _QuietServer(config)
+        self._http = server
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(server.serve(), name="uvicorn")
+            await self.stop_event.wait()
+            server.should_exit = True
+
+    async def _sweep_idle(self) -> None:
+        """End sessions whose card-out was lost, checking every quarter of the timeout."""
+        timeout = self.settings.session_idle_timeout_s
+        interval = dt.timedelta(seconds=min(60, timeout / 4))
+        backoff = Backoff(cap=self.settings.backoff_max_s)
+        while not self.stop_event.is_set():
+            wake = self.clock.now() + interval
+            if await sleep_until_or_stop(self.clock, wake, self.stop_event):
+                return
+            try:
+                ended = await self.store.sweep_idle(self.clock.now(), timeout)
+            except REDIS_ERRORS as exc:
+                logger.warning("idle sweep skipped, Redis unavailable (%s)", exc)
+                await asyncio.sleep(backoff.next_delay())
+                continue
+            backoff.reset()
+            if ended:
+                self.metrics.sessions_idled.inc(len(ended))
+                logger.info("ended %d idle session(s) with no card-out", len(ended))

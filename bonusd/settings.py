@@ -1,0 +1,102 @@
+"""The one settings object: every `BONUSD_*` environment variable, validated at start-up."""
+
+from __future__ import annotations
+
+import datetime as dt
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bonusd.errors import ConfigError
+
+
+class Settings(BaseSettings):
+    """Daemon configuration. Each field is read from `BONUSD_<FIELD>` (upper case)."""
+
+    model_config = SettingsConfigDict(env_prefix="BONUSD_", extra="ignore", frozen=True)
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    mqtt_url: str = "mqtt://127.0.0.1:1883"
+    site: str = Field(default="demo", pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=8000, ge=0, le=65535)
+    timezone: str = "Africa/Johannesburg"
+    gaming_day_start: dt.time = dt.time(8, 0)
+    clock_start: dt.datetime | None = None
+    clock_speed: float = Field(default=1.0, gt=0, le=100_000)
+
+    key_prefix: str = Field(default="bonusd", pattern=r"^[A-Za-z0-9_.-]{1,32}$")
+    topic_prefix: str = Field(default="bonusd", pattern=r"^[A-Za-z0-9_.-]{1,32}$")
+    mqtt_client_id: str = ""
+    mqtt_shared_group: str = ""
+    mqtt_session_expiry_s: int = Field(default=7 * 24 * 3600, ge=60)
+    mqtt_receive_maximum: int = Field(default=1000, ge=1, le=65535)
+
+    batch_max: int = Field(default=500, ge=1, le=10_000)
+    max_payload_bytes: int = Field(default=4096, ge=256, le=1_048_576)
+    max_future_skew_s: float = Field(default=300.0, ge=0)
+    dedup_window_s: int = Field(default=7 * 24 * 3600, ge=3600)
+    session_idle_timeout_s: int = Field(default=30 * 60, ge=60)
+    deadletter_maxlen: int = Field(default=100_000, ge=100)
+    deadletter_payload_bytes: int = Field(default=2048, ge=64)
+    backoff_max_s: float = Field(default=30.0, gt=0)
+
+    log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            msg = f"BONUSD_TIMEZONE: unknown time zone {value!r} (use an IANA name)"
+            raise ValueError(msg) from exc
+        return value
+
+    @field_validator("clock_start")
+    @classmethod
+    def _aware(cls, value: dt.datetime | None) -> dt.datetime | None:
+        if value is not None and value.tzinfo is None:
+            msg = "BONUSD_CLOCK_START must carry a UTC offset, e.g. 2026-10-03T16:55:00+02:00"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str) -> str:
+        if urlsplit(value).scheme not in {"redis", "rediss", "unix"}:
+            msg = f"BONUSD_REDIS_URL must start with redis://, rediss:// or unix://, got {value!r}"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("mqtt_url")
+    @classmethod
+    def _mqtt_scheme(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in {"mqtt", "mqtts"} or not parts.hostname:
+            msg = f"BONUSD_MQTT_URL must look like mqtt://host:1883, got {value!r}"
+            raise ValueError(msg)
+        return value
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    @property
+    def client_id(self) -> str:
+        """MQTT client id; fixed per site so the broker keeps our session across restarts."""
+        return self.mqtt_client_id or f"bonusd-{self.site}"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment, turning validation errors into a `ConfigError`."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            name = "BONUSD_" + "_".join(str(p) for p in err["loc"]).upper()
+            lines.append(f"{name}: {err['msg']}")
+        raise ConfigError("invalid settings:\n  " + "\n  ".join(lines)) from exc

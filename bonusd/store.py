@@ -1,0 +1,195 @@
+"""The live floor in Redis: atomic application of event batches, and the floor's queries.
+
+One Lua script call applies a whole batch (events and dead letters) atomically and
+idempotently by event id; everything else here is a read or an import.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, cast
+
+from redis.asyncio import Redis
+
+from bonusd.floor import dedup_bucket, operations
+from bonusd.keys import Keys
+from bonusd.registry import Device, Member
+from bonusd.telemetry import FloorEvent, Reason
+
+DAY_FIELDS = (
+    "slots_points",
+    "tables_points",
+    "spend_cents",
+    "slots_spend_cents",
+    "tables_spend_cents",
+    "win_cents",
+    "games",
+    "ratings",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    reason: Reason
+    topic: str
+    payload: bytes
+    detail: str
+    arrived_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    applied: int
+    duplicates: int
+    dead_letters: int
+
+
+def _script(name: str) -> str:
+    return resources.files("bonusd").joinpath("lua", name).read_text(encoding="utf-8")
+
+
+class FloorStore:
+    """Reads and writes one site's floor. `redis` must decode responses to `str`."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        keys: Keys,
+        *,
+        dedup_ttl_s: int,
+        deadletter_maxlen: int,
+        deadletter_payload_bytes: int,
+    ) -> None:
+        self.redis = redis
+        self.keys = keys
+        self._dedup_ttl = str(dedup_ttl_s)
+        self._dl_maxlen = str(deadletter_maxlen)
+        self._dl_bytes = deadletter_payload_bytes
+        self._apply = redis.register_script(_script("apply.lua"))
+        self._sweep = redis.register_script(_script("sweep.lua"))
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def apply_batch(self, events: list[FloorEvent], dead: list[DeadLetter]) -> BatchResult:
+        """Apply `events` and record `dead` in one atomic step; duplicates are skipped."""
+        args: list[str | bytes] = [self.keys.base, self._dedup_ttl, self._dl_maxlen]
+        args.append(str(len(events)))
+        for event in events:
+            ops = operations(event)
+            args += [event.id, str(dedup_bucket(event)), event.card, str(len(ops))]
+            args += ops
+        args.append(str(len(dead)))
+        for d in dead:
+            payload = d.payload[: self._dl_bytes].decode("utf-8", "backslashreplace")
+            args += [d.reason.value, d.topic, payload, d.detail[:500], str(d.arrived_ms)]
+        status: str = await self._apply(keys=[self.keys.stats], args=args)
+        applied = status.count("1")
+        return BatchResult(applied, len(events) - applied, len(dead))
+
+    async def sweep_idle(
+        self, now: dt.datetime, idle_timeout_s: int, limit: int = 500
+    ) -> list[str]:
+        """End sessions with no event since `idle_timeout_s` before `now` (lost card-outs)."""
+        cutoff = int(now.timestamp() * 1000) - idle_timeout_s * 1000
+        ended: list[str] = await self._sweep(
+            keys=[self.keys.lastseen], args=[self.keys.base, str(cutoff), str(limit)]
+        )
+        return ended
+
+    async def import_members(self, members: list[Member]) -> int:
+        """Create or update members (one transaction); returns how many were written."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for m in members:
+                key = self.keys.member(m.card)
+                pipe.delete(key)
+                pipe.hset(key, mapping=cast(Mapping[Any, Any], m.to_redis()))
+                pipe.sadd(self.keys.members, m.card)
+                pipe.srem(self.keys.unregistered, m.card)
+            await pipe.execute()
+        return len(members)
+
+    async def import_devices(self, devices: list[Device]) -> int:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for d in devices:
+                pipe.hset(self.keys.device(d.device), mapping=cast(Mapping[Any, Any], d.to_redis()))
+                pipe.sadd(self.keys.devices, d.device)
+            await pipe.execute()
+        return len(devices)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def _hash(self, key: str) -> dict[str, str]:
+        return cast(dict[str, str], await self.redis.hgetall(key))
+
+    async def member(self, card: str) -> Member | None:
+        raw = await self._hash(self.keys.member(card))
+        return Member.from_redis(raw) if raw else None
+
+    async def is_unregistered(self, card: str) -> bool:
+        return bool(await self.redis.sismember(self.keys.unregistered, card))
+
+    async def session(self, card: str) -> dict[str, Any] | None:
+        raw = await self._hash(self.keys.session(card))
+        return _session(card, raw) if raw else None
+
+    async def device(self, device: str) -> dict[str, str]:
+        return await self._hash(self.keys.device(device))
+
+    async def active(
+        self, *, area: str | None = None, kind: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Who is active now, optionally in one area and of one device kind."""
+        index = cast(set[str], await self.redis.smembers(self.keys.active_index))
+        wanted = []
+        for rel in sorted(index):
+            _, k, a = rel.split(":", 2)
+            if (kind is None or k == kind) and (area is None or a == area):
+                wanted.append(self.keys.base + rel)
+        cards: list[str] = []
+        for key in wanted:
+            cards += cast(list[str], await self.redis.zrange(key, 0, -1))
+        if not cards:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for card in cards:
+                pipe.hgetall(self.keys.session(card))
+            raws: list[dict[str, str]] = await pipe.execute()
+        return [_session(c, r) for c, r in zip(cards, raws, strict=True) if r]
+
+    async def member_day(self, card: str, day: dt.date) -> dict[str, Any]:
+        raw = await self._hash(self.keys.day(day.isoformat(), card))
+        out: dict[str, Any] = {f: int(raw.get(f, 0)) for f in DAY_FIELDS}
+        out["visit"] = raw.get("visit") == "1"
+        return out
+
+    async def deadletters(self, count: int = 100) -> list[dict[str, str]]:
+        """The newest dead letters first."""
+        rows = cast(
+            list[tuple[str, dict[str, str]]],
+            await self.redis.xrevrange(self.keys.deadletters, count=count),
+        )
+        return [{"id": rid, **fields} for rid, fields in rows]
+
+    async def stats(self) -> dict[str, int]:
+        raw = await self._hash(self.keys.stats)
+        return {k: int(v) for k, v in raw.items()}
+
+
+def _session(card: str, raw: dict[str, str]) -> dict[str, Any]:
+    def when(field: str) -> str | None:
+        ms = int(raw.get(field, "0") or 0)
+        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat() if ms else None
+
+    return {
+        "card": card,
+        "kind": raw.get("kind", ""),
+        "device": raw.get("device", ""),
+        "seat": int(raw["seat"]) if raw.get("seat") else None,
+        "area": raw.get("area", ""),
+        "since": when("since"),
+        "last_play": when("last_play"),
+        "last_seen": when("last_seen"),
+    }
