@@ -212,6 +212,7 @@ class Ingest:
                 await self._arrived.wait()
                 if stop.is_set():
                     return
+            self._drain_socket(paho)
             n = min(len(self._inbox), self._batch_max)
             batch = [self._inbox.popleft() for _ in range(n)]
             result = await self._commit(batch, stop)
@@ -221,6 +222,25 @@ class Ingest:
                 if msg.qos:
                     paho.ack(msg.mid, msg.qos)
             self._after_commit(batch, result)
+
+    def _drain_socket(self, paho: Any) -> None:
+        """Read what the socket already holds, so one Redis call carries a full batch.
+
+        aiomqtt reads one packet per readable event; draining here turns a backlog into
+        one batch instead of many one-message round trips. It adds no waiting: it stops
+        as soon as a read yields no new message.
+        """
+        inbox = self._inbox
+        while len(inbox) < self._batch_max:
+            before = len(inbox)
+            try:
+                rc = paho.loop_read()
+            except OSError as exc:
+                raise aiomqtt.MqttError(f"connection lost while reading: {exc}") from exc
+            if rc != 0:
+                raise aiomqtt.MqttError(f"connection lost while reading (paho rc={rc})")
+            if len(inbox) == before:
+                return
 
     async def _commit(self, batch: list[Received], stop: asyncio.Event) -> BatchResult | None:
         now = self._clock.now()

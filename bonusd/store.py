@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
 
+import msgspec
 from redis.asyncio import Redis
 
 from bonusd.floor import dedup_bucket, operations
@@ -47,6 +48,9 @@ class BatchResult:
     dead_letters: int
 
 
+_json = msgspec.json.Encoder()
+
+
 def _script(name: str) -> str:
     return resources.files("bonusd").joinpath("lua", name).read_text(encoding="utf-8")
 
@@ -75,16 +79,24 @@ class FloorStore:
 
     async def apply_batch(self, events: list[FloorEvent], dead: list[DeadLetter]) -> BatchResult:
         """Apply `events` and record `dead` in one atomic step; duplicates are skipped."""
-        args: list[str | bytes] = [self.keys.base, self._dedup_ttl, self._dl_maxlen]
-        args.append(str(len(events)))
-        for event in events:
-            ops = operations(event)
-            args += [event.id, str(dedup_bucket(event)), event.card, str(len(ops))]
-            args += ops
-        args.append(str(len(dead)))
-        for d in dead:
-            payload = d.payload[: self._dl_bytes].decode("utf-8", "backslashreplace")
-            args += [d.reason.value, d.topic, payload, d.detail[:500], str(d.arrived_ms)]
+        batch = [[e.id, str(dedup_bucket(e)), e.card, operations(e)] for e in events]
+        letters = [
+            [
+                d.reason.value,
+                d.topic,
+                d.payload[: self._dl_bytes].decode("utf-8", "backslashreplace"),
+                d.detail[:500],
+                str(d.arrived_ms),
+            ]
+            for d in dead
+        ]
+        args = [
+            self.keys.base,
+            self._dedup_ttl,
+            self._dl_maxlen,
+            _json.encode(batch),
+            _json.encode(letters),
+        ]
         status: str = await self._apply(keys=[self.keys.stats], args=args)
         applied = status.count("1")
         return BatchResult(applied, len(events) - applied, len(dead))

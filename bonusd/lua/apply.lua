@@ -1,14 +1,16 @@
 -- Apply one batch of telemetry events and dead letters to a site's floor, atomically.
 -- KEYS[1]  the site's stats hash (routes the call to the site's shard)
--- ARGV     base, dedup_ttl_s, deadletter_maxlen, n_events,
---          per event: id, bucket, card, n_tokens, tokens...   (see bonusd/floor.py)
---          n_dead, per dead letter: reason, topic, payload, detail, arrived_ms
+-- ARGV     base, dedup_ttl_s, deadletter_maxlen, events_json, dead_json
+--          events_json: [[id, bucket, card, [tokens...]], ...]   (see bonusd/floor.py)
+--          dead_json:   [[reason, topic, payload, detail, arrived_ms], ...]
+-- (Two JSON arguments instead of thousands of small ones: packing many arguments costs
+-- the client far more than cjson.decode costs the server.)
 -- Returns  a string with one character per event: "1" applied, "0" duplicate.
 local base = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local maxlen = ARGV[3]
-local n = tonumber(ARGV[4])
-local i = 5
+local events = cjson.decode(ARGV[4])
+local deadletters = cjson.decode(ARGV[5])
 local status = {}
 local applied, dups = 0, 0
 local expired = {}
@@ -59,14 +61,12 @@ local function start_session(card, kind, slot, area, ts)
   return true
 end
 
-for _ = 1, n do
-  local id, bucket, card, ntok = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
-  i = i + 4
+for _, ev in ipairs(events) do
+  local id, bucket, card, t = ev[1], ev[2], ev[3], ev[4]
   local seen = base .. 'seen:' .. bucket
   if redis.call('SADD', seen, id) == 0 then
     dups = dups + 1
     status[#status + 1] = '0'
-    i = i + ntok
   else
     if not expired[seen] then
       redis.call('EXPIRE', seen, ttl)
@@ -77,23 +77,23 @@ for _ = 1, n do
     if redis.call('SISMEMBER', base .. 'members', card) == 0 then
       redis.call('SADD', base .. 'unregistered', card)
     end
-    local stop = i + ntok
-    while i < stop do
-      local op = ARGV[i]
+    local i, stop = 1, #t
+    while i <= stop do
+      local op = t[i]
       if op == 'H' then
-        redis.call('HINCRBY', base .. ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+        redis.call('HINCRBY', base .. t[i + 1], t[i + 2], t[i + 3])
         i = i + 4
       elseif op == 'HS' then
-        redis.call('HSET', base .. ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+        redis.call('HSET', base .. t[i + 1], t[i + 2], t[i + 3])
         i = i + 4
       elseif op == 'S' then
-        redis.call('SADD', base .. ARGV[i + 1], ARGV[i + 2])
+        redis.call('SADD', base .. t[i + 1], t[i + 2])
         i = i + 3
       elseif op == 'IN' then
-        start_session(card, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4]))
+        start_session(card, t[i + 1], t[i + 2], t[i + 3], tonumber(t[i + 4]))
         i = i + 5
       elseif op == 'P' then
-        local kind, slot, area, ts = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+        local kind, slot, area, ts = t[i + 1], t[i + 2], t[i + 3], tonumber(t[i + 4])
         local sess = load_session(card)
         local here = sess and sess.slot == slot
         if not here then here = start_session(card, kind, slot, area, ts) end
@@ -109,7 +109,7 @@ for _ = 1, n do
         end
         i = i + 5
       elseif op == 'OUT' then
-        local slot, ts = ARGV[i + 1], tonumber(ARGV[i + 2])
+        local slot, ts = t[i + 1], tonumber(t[i + 2])
         local sess = load_session(card)
         if sess and sess.slot == slot and ts >= sess.last_seen then end_session(card, sess) end
         i = i + 3
@@ -120,14 +120,10 @@ for _ = 1, n do
   end
 end
 
-local nd = tonumber(ARGV[i])
-i = i + 1
-for _ = 1, nd do
+for _, d in ipairs(deadletters) do
   redis.call('XADD', base .. 'deadletters', 'MAXLEN', '~', maxlen, '*',
-    'reason', ARGV[i], 'topic', ARGV[i + 1], 'payload', ARGV[i + 2],
-    'detail', ARGV[i + 3], 'arrived_ms', ARGV[i + 4])
-  redis.call('HINCRBY', KEYS[1], 'deadletter:' .. ARGV[i], 1)
-  i = i + 5
+    'reason', d[1], 'topic', d[2], 'payload', d[3], 'detail', d[4], 'arrived_ms', d[5])
+  redis.call('HINCRBY', KEYS[1], 'deadletter:' .. d[1], 1)
 end
 if applied > 0 then redis.call('HINCRBY', KEYS[1], 'applied', applied) end
 if dups > 0 then redis.call('HINCRBY', KEYS[1], 'duplicates', dups) end

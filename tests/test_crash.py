@@ -1,0 +1,120 @@
+"""`kill -9` of the daemon in the middle of a telemetry burst loses and doubles nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import paho.mqtt.client as mqtt
+import redis
+from paho.mqtt.enums import CallbackAPIVersion
+
+from bonusd.clock import GamingCalendar
+from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.settings import Settings
+
+N_EVENTS = 20_000
+N_CARDS = 50
+
+
+def _daemon(env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bonusd", "run"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def _wait_healthy(port: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health").json()["mqtt"] == "connected":
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("daemon did not become healthy")
+
+
+def _publish_burst(broker: LocalMosquitto, site: str, now: dt.datetime) -> None:
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"pub-{site}")
+    client.max_inflight_messages_set(500)
+    client.max_queued_messages_set(0)
+    client.connect("127.0.0.1", broker.port)
+    client.loop_start()
+    infos = []
+    ts = now.isoformat(timespec="milliseconds")
+    for i in range(N_EVENTS):
+        card = str(5000 + i % N_CARDS)
+        body = (
+            f'{{"id":"burst-{i}","type":"game","ts":"{ts}","card":"{card}",'
+            f'"wager_cents":{100 + i % 7},"win_cents":0,"points":{1 + i % 3}}}'
+        )
+        infos.append(client.publish(f"bonusd/{site}/egm/EGM-{i % N_CARDS}/events", body, qos=1))
+    for info in infos:
+        info.wait_for_publish(30)
+    client.loop_stop()
+    client.disconnect()
+
+
+def test_kill_9_mid_burst_then_restart_totals_exact(
+    broker: LocalMosquitto, site: str, redis_url: str, tmp_path: object
+) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "BONUSD_SITE": site,
+        "BONUSD_REDIS_URL": redis_url,
+        "BONUSD_MQTT_URL": broker.url,
+        "BONUSD_HTTP_PORT": str(port),
+        "BONUSD_MQTT_CLIENT_ID": f"bonusd-{site}",
+    }
+    log = f"{tmp_path}/daemon.log"
+    r = redis.Redis.from_url(redis_url, decode_responses=True)
+    stats = f"bonusd:{{{site}}}:stats"
+    now = dt.datetime.now(dt.UTC)
+
+    daemon = _daemon(env, log)
+    try:
+        _wait_healthy(port)
+        publisher = threading.Thread(target=_publish_burst, args=(broker, site, now))
+        publisher.start()
+        deadline = time.monotonic() + 30
+        while int(r.hget(stats, "applied") or 0) < N_EVENTS // 5:
+            assert time.monotonic() < deadline, "ingest did not start"
+            time.sleep(0.005)
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait()
+        applied_at_kill = int(r.hget(stats, "applied") or 0)
+        assert applied_at_kill < N_EVENTS, "the burst finished before the kill; nothing tested"
+        publisher.join(60)
+
+        daemon = _daemon(env, log)
+        _wait_healthy(port)
+        deadline = time.monotonic() + 60
+        while int(r.hget(stats, "applied") or 0) < N_EVENTS:
+            assert time.monotonic() < deadline, f"stuck at {r.hget(stats, 'applied')}"
+            time.sleep(0.05)
+        time.sleep(0.5)  # anything more would be a double application
+        assert int(r.hget(stats, "applied") or 0) == N_EVENTS
+
+        day = GamingCalendar(Settings().zone, dt.time(8, 0)).gaming_day(now).isoformat()
+        spend = points = games = 0
+        for c in range(N_CARDS):
+            totals = httpx.get(f"http://127.0.0.1:{port}/members/{5000 + c}/days/{day}").json()
+            spend += totals["spend_cents"]
+            points += totals["slots_points"]
+            games += totals["games"]
+        assert games == N_EVENTS
+        assert spend == sum(100 + i % 7 for i in range(N_EVENTS))
+        assert points == sum(1 + i % 3 for i in range(N_EVENTS))
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(15)
+        r.close()
