@@ -90,7 +90,7 @@ class FloorStore:
             ]
             for d in dead
         ]
-        args = [
+        args: list[str | bytes] = [
             self.keys.base,
             self._dedup_ttl,
             self._dl_maxlen,
