@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import hypothesis
 import pytest
 import redis
 import redis.asyncio as aioredis
@@ -24,6 +25,12 @@ from bonusd.clock import ManualClock
 from bonusd.localservices import LocalMosquitto, free_port
 from bonusd.service import Service
 from bonusd.settings import Settings
+
+# Shared machines are noisy: judge properties by their examples, not by their speed.
+hypothesis.settings.register_profile(
+    "bonusd", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("bonusd")
 
 TEST_REDIS_URL = os.environ.get("BONUSD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 SAST = dt.timezone(dt.timedelta(hours=2))
