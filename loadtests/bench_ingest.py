@@ -1,0 +1,263 @@
+"""Ingest benchmark: bonusd against a bare aiomqtt consumer, on the same broker, same run.
+
+    python loadtests/bench_ingest.py [--events 50000] [--rounds 3] [--rate 3300] [--seconds 10]
+
+(a) drain throughput: N QoS 1 messages wait in the broker for an offline persistent
+    session (published beforehand with `mosquitto_pub -l`, so the publisher is not what
+    is measured); then (i) a bare aiomqtt consumer that only counts, and (ii) bonusd
+    applying every event to Redis exactly once, each connect and drain. Events/s of each,
+    and their ratio, medians over the rounds.
+(b) latency: a paced publisher offers `--rate` events/s for `--seconds`; each event's
+    publish instant travels in its `ts`; bonusd's commit instant minus it is the
+    publish-to-committed latency (p50, p99).
+The broker is a throwaway Mosquitto with bonusd's configuration; Redis is
+BONUSD_REDIS_URL (default redis://127.0.0.1:6379/0), using fresh bench-only site keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import multiprocessing
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import aiomqtt
+import msgspec
+import redis
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from rich.console import Console
+from rich.table import Table
+
+from bonusd.ingest import Received
+from bonusd.localservices import LocalMosquitto
+from bonusd.service import Service
+from bonusd.settings import Settings
+from bonusd.store import BatchResult
+
+DEVICES = 10
+RECEIVE_MAXIMUM = 1000
+console = Console()
+
+
+def _connect_props() -> Properties:
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = 3600
+    props.ReceiveMaximum = RECEIVE_MAXIMUM
+    return props
+
+
+async def _register(port: int, client_id: str, site: str) -> None:
+    """Create the persistent session so the broker queues for it while it is away."""
+    async with aiomqtt.Client(
+        "127.0.0.1",
+        port,
+        identifier=client_id,
+        protocol=aiomqtt.ProtocolVersion.V5,
+        clean_start=False,
+        properties=_connect_props(),
+    ) as client:
+        await client.subscribe(f"bonusd/{site}/+/+/events", qos=1)
+
+
+def _queue_events(port: int, site: str, n: int, workdir: Path) -> None:
+    """Publish n game events with mosquitto_pub -l, one process per device topic."""
+    ts = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+    procs = []
+    for d in range(DEVICES):
+        path = workdir / f"{site}-{d}.jsonl"
+        with path.open("w") as f:
+            for i in range(d, n, DEVICES):
+                f.write(
+                    f'{{"id":"{site}-{i}","type":"game","ts":"{ts}","card":"{9000 + d}",'
+                    f'"wager_cents":{100 + i % 7},"win_cents":0,"points":1}}\n'
+                )
+        with path.open("rb") as stdin:
+            procs.append(
+                subprocess.Popen(
+                    ["mosquitto_pub", "-p", str(port), "-q", "1", "-l", "-t",
+                     f"bonusd/{site}/egm/EGM-{d}/events"],
+                    stdin=stdin,
+                )
+            )
+    for p in procs:
+        if p.wait() != 0:
+            raise SystemExit("mosquitto_pub failed; is mosquitto-clients installed?")
+
+
+async def _bare(port: int, client_id: str, n: int) -> float:
+    count = 0
+    async with aiomqtt.Client(
+        "127.0.0.1",
+        port,
+        identifier=client_id,
+        protocol=aiomqtt.ProtocolVersion.V5,
+        clean_start=False,
+        properties=_connect_props(),
+    ) as client:
+        start = 0.0
+        async for _ in client.messages:
+            if count == 0:
+                start = time.perf_counter()
+            count += 1
+            if count == n:
+                return n / (time.perf_counter() - start)
+    raise RuntimeError("unreachable")
+
+
+def _settings(port: int, site: str, redis_url: str) -> Settings:
+    return Settings(
+        site=site,
+        redis_url=redis_url,
+        mqtt_url=f"mqtt://127.0.0.1:{port}",
+        mqtt_client_id=f"bonusd-{site}",
+        mqtt_receive_maximum=RECEIVE_MAXIMUM,
+    )
+
+
+async def _bonusd(settings: Settings, n: int) -> tuple[float, int]:
+    done = asyncio.Event()
+    first: list[float] = []
+
+    def hook(batch: list[Received], _result: BatchResult, _at: float) -> None:
+        if not first:
+            first.append(batch[0].arrived_mono)
+        if service.ingest.committed >= n:
+            done.set()
+
+    async with Service(settings, serve_http=False, on_commit=hook) as service:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(service.run(install_signal_handlers=False))
+            await done.wait()
+            elapsed = time.monotonic() - first[0]
+            service.stop()
+        applied = (await service.store.stats()).get("applied", 0)
+    return n / elapsed, applied
+
+
+def _paced_publisher(port: int, site: str, rate: int, seconds: float) -> None:
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"pace-{site}")
+    client.max_inflight_messages_set(2000)
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    total = int(rate * seconds)
+    start = time.time()
+    for i in range(total):
+        target = start + i / rate
+        delay = target - time.time()
+        if delay > 0.001:
+            time.sleep(delay)
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+        body = (
+            f'{{"id":"{site}-{i}","type":"game","ts":"{now}","card":"{9000 + i % 500}",'
+            f'"wager_cents":100,"win_cents":0,"points":1}}'
+        )
+        client.publish(f"bonusd/{site}/egm/EGM-{i % 500}/events", body, qos=1)
+    time.sleep(1)
+    client.loop_stop()
+    client.disconnect()
+
+
+async def _latency(settings: Settings, port: int, rate: int, seconds: float) -> list[float]:
+    n = int(rate * seconds)
+    commits: list[tuple[list[Received], float]] = []
+    done = asyncio.Event()
+
+    def hook(batch: list[Received], _result: BatchResult, _at: float) -> None:
+        commits.append((batch, time.time()))
+        if service.ingest.committed >= n:
+            done.set()
+
+    async with Service(settings, serve_http=False, on_commit=hook) as service:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(service.run(install_signal_handlers=False))
+            while not service.health.mqtt_connected:
+                await asyncio.sleep(0.01)
+            proc = multiprocessing.Process(
+                target=_paced_publisher, args=(port, settings.site, rate, seconds)
+            )
+            proc.start()
+            await asyncio.wait_for(done.wait(), timeout=seconds * 4 + 30)
+            service.stop()
+        proc.join()
+    decoder = msgspec.json.Decoder(dict[str, object])
+    latencies = []
+    for batch, committed in commits:
+        for msg in batch:
+            ts = dt.datetime.fromisoformat(str(decoder.decode(msg.payload)["ts"])).timestamp()
+            latencies.append(committed - ts)
+    return latencies
+
+
+def _cleanup(redis_url: str, sites: list[str]) -> None:
+    r = redis.Redis.from_url(redis_url)
+    for site in sites:
+        keys = list(r.scan_iter(match=f"bonusd:{{{site}}}:*", count=5000))
+        for i in range(0, len(keys), 5000):
+            r.delete(*keys[i : i + 5000])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rate", type=int, default=3300)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--redis-url", default=Settings().redis_url)
+    args = parser.parse_args()
+    sites: list[str] = []
+    bare_rates: list[float] = []
+    bonusd_rates: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp, LocalMosquitto(Path(tmp) / "broker") as broker:
+        try:
+            for r in range(args.rounds):
+                for mode in ("bare", "bonusd"):
+                    site = f"bench{uuid.uuid4().hex[:8]}"
+                    sites.append(site)
+                    client_id = f"{mode}-{site}" if mode == "bare" else f"bonusd-{site}"
+                    asyncio.run(_register(broker.port, client_id, site))
+                    _queue_events(broker.port, site, args.events, Path(tmp))
+                    if mode == "bare":
+                        rate = asyncio.run(_bare(broker.port, client_id, args.events))
+                        bare_rates.append(rate)
+                    else:
+                        settings = _settings(broker.port, site, args.redis_url)
+                        rate, applied = asyncio.run(_bonusd(settings, args.events))
+                        if applied != args.events:
+                            raise SystemExit(f"exactly-once violated: {applied} != {args.events}")
+                        bonusd_rates.append(rate)
+                    console.print(f"round {r + 1} {mode:6s} {rate:9,.0f} events/s")
+            site = f"bench{uuid.uuid4().hex[:8]}"
+            sites.append(site)
+            lat = asyncio.run(
+                _latency(_settings(broker.port, site, args.redis_url), broker.port, args.rate, args.seconds)
+            )
+        finally:
+            _cleanup(args.redis_url, sites)
+    bare = statistics.median(bare_rates)
+    ours = statistics.median(bonusd_rates)
+    q = statistics.quantiles(lat, n=100)
+    table = Table(title=f"ingest benchmark: {args.events:,} events x {args.rounds} rounds")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("bare aiomqtt consumer, counting (median events/s)", f"{bare:,.0f}")
+    table.add_row("bonusd, applied to Redis exactly once (median events/s)", f"{ours:,.0f}")
+    table.add_row("ratio bonusd / bare", f"{ours / bare:.2f}")
+    table.add_row(f"latency p50 at {args.rate:,}/s offered (ms)", f"{q[49] * 1000:.1f}")
+    table.add_row(f"latency p99 at {args.rate:,}/s offered (ms)", f"{q[98] * 1000:.1f}")
+    table.add_row("latency samples", f"{len(lat):,}")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
