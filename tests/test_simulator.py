@@ -1,7 +1,7 @@
 """Tests of the floor simulator: determinism, floor invariants, the contract, the registry.
 
 Pure tests on small floors; one optional test publishes to a real Mosquitto on
-127.0.0.1:1883 under a unique topic prefix and is skipped when no broker listens.
+the test broker under a unique topic prefix.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import datetime as dt
 import io
 import json
 import re
-import socket
 import statistics
 import threading
 import time
@@ -20,14 +19,22 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
+from bonusd.clock import GamingCalendar
+from bonusd.localservices import LocalMosquitto
+from bonusd.registry import Device as RegDevice
+from bonusd.registry import Member as RegMember
+from bonusd.registry import read_file
+from bonusd.telemetry import DecodeLimits, FloorEvent, TelemetryDecoder
 from simulators import (
     DEVICE_COLUMNS,
     MEMBER_COLUMNS,
+    Encoder,
     Floor,
     FloorConfig,
     SimEvent,
@@ -337,16 +344,7 @@ def test_parsers() -> None:
         FloorConfig(egms=-1)
 
 
-def _broker_up() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 1883), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _broker_up(), reason="no MQTT broker on 127.0.0.1:1883")
-def test_publish_to_mosquitto_delivers_every_event_paced() -> None:
+def test_publish_to_mosquitto_delivers_every_event_paced(broker: LocalMosquitto) -> None:
     prefix = f"test-{uuid.uuid4().hex}"
     events = _events(FloorConfig(egms=60, tables=4, members=300), hours=1.0)[:300]
     got: dict[str, str] = {}
@@ -361,7 +359,7 @@ def test_publish_to_mosquitto_delivers_every_event_paced() -> None:
     sub = mqtt.Client(CallbackAPIVersion.VERSION2)
     sub.on_message = on_message
     sub.on_subscribe = lambda *_a: subscribed.set()
-    sub.connect("127.0.0.1", 1883)
+    sub.connect("127.0.0.1", broker.port)
     sub.subscribe(f"{prefix}/#", qos=1)
     sub.loop_start()
     try:
@@ -370,7 +368,7 @@ def test_publish_to_mosquitto_delivers_every_event_paced() -> None:
         span_s = (events[-1].t_ms - START.timestamp() * 1000) / 1000
         began = time.monotonic()
         counts = publish_events(
-            events, mqtt_url="mqtt://127.0.0.1:1883", prefix=prefix, site="t", speed=speed,
+            events, mqtt_url=broker.url, prefix=prefix, site="t", speed=speed,
             start=START, max_inflight=50,
         )  # fmt: skip
         assert time.monotonic() - began >= span_s / speed * 0.9
@@ -381,3 +379,24 @@ def test_publish_to_mosquitto_delivers_every_event_paced() -> None:
         sub.loop_stop()
     for e in events:
         assert got[str(e.payload["id"])] == f"{prefix}/t/{e.kind}/{e.device}/events"
+
+
+def test_every_simulated_event_passes_the_bonusd_decoder(tmp_path: Path) -> None:
+    """The simulator speaks contract v1 exactly: nothing it sends is dead-lettered."""
+    config = FloorConfig(egms=60, tables=4, members=300)
+    events = _events(config, hours=2.0)
+    decoder = TelemetryDecoder(
+        prefix="bonusd",
+        site="sim",
+        calendar=GamingCalendar(ZoneInfo("Africa/Johannesburg"), dt.time(8, 0)),
+        limits=DecodeLimits(4096, dt.timedelta(minutes=5), dt.timedelta(days=7)),
+    )
+    encoder = Encoder(prefix="bonusd", site="sim")
+    for e in events:
+        topic, payload = encoder.topic(e), encoder.body(e.payload)
+        now = dt.datetime.fromtimestamp(e.t_ms / 1000, dt.UTC)
+        assert isinstance(decoder.decode(topic, payload, now), FloorEvent), payload
+    floor = build_floor(config, seed=42, as_of=START.date())
+    devices, members = export_registry(floor, tmp_path)
+    assert len(read_file(RegDevice, devices)) == 64
+    assert len(read_file(RegMember, members)) == 300
