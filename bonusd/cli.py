@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from bonusd.demo import DemoFloor
+from bonusd.demo import main as run_demo
 from bonusd.errors import BonusdError
 from bonusd.keys import Keys
 from bonusd.registry import Device, Member, read_file
@@ -62,6 +64,20 @@ def run() -> None:
             await service.run()
 
     asyncio.run(main())
+
+
+@app.command()
+def demo(
+    egms: Annotated[int, typer.Option(min=1, help="Slot machines on the simulated floor.")] = 300,
+    tables: Annotated[int, typer.Option(min=0, help="Gaming tables.")] = 12,
+    members: Annotated[int, typer.Option(min=1, help="Loyalty members.")] = 3000,
+    seed: Annotated[int, typer.Option(help="Seed of the simulated floor.")] = 42,
+    hours: Annotated[float, typer.Option(min=0.1, help="Simulated hours of play.")] = 12.0,
+) -> None:
+    """The main job: daemon + simulated floor + API on simulated time (x60 unless
+    BONUSD_CLOCK_SPEED says otherwise), from BONUSD_CLOCK_START or 3 Oct 2026 16:55."""
+    settings = _settings()
+    run_demo(settings, DemoFloor(egms, tables, members, seed, hours))
 
 
 @members_app.command("import")
