@@ -1,0 +1,46 @@
+# The commands the README names; CI runs `make test` through .ci/run.
+# Every target sets itself up: virtual environment, Python packages, Redis and Mosquitto.
+
+SHELL := /bin/bash
+PY := .venv/bin/python
+
+.PHONY: setup services demo run test test-slow lint format bench-ingest clean
+
+setup:
+	@scripts/bootstrap.sh
+
+services: setup
+	@scripts/ensure-services.sh
+
+## The main job: daemon + simulated floor + API (Ctrl-C stops it).
+demo: services
+	@.venv/bin/bonusd demo
+
+## The daemon alone, with the BONUSD_* settings of the environment.
+run: services
+	@.venv/bin/bonusd run
+
+## The whole default test suite (real Redis, real Mosquitto started by the tests).
+test: services
+	@.venv/bin/pytest -m "not slow" $(PYTEST_ARGS)
+
+## Long-running tests (soak, full rehearsal).
+test-slow: services
+	@.venv/bin/pytest -m slow $(PYTEST_ARGS)
+
+lint: setup
+	@.venv/bin/ruff check .
+	@.venv/bin/ruff format --check .
+	@.venv/bin/mypy
+
+format: setup
+	@.venv/bin/ruff format .
+	@.venv/bin/ruff check --fix .
+
+## Ingest throughput and latency against a bare aiomqtt consumer (see docs/benchmarks.md).
+bench-ingest: services
+	@$(PY) loadtests/bench_ingest.py $(BENCH_ARGS)
+
+clean:
+	@scripts/ensure-services.sh stop || true
+	rm -rf .run .pytest_cache .mypy_cache .ruff_cache
