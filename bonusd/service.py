@@ -33,6 +33,7 @@ from bonusd.store import FloorStore
 from bonusd.telemetry import DecodeLimits, TelemetryDecoder
 
 logger = logging.getLogger(__name__)
+REDIS_WATCH_INTERVAL_S = 2.0
 
 
 class _QuietServer(uvicorn.Server):
@@ -115,7 +116,9 @@ class Service:
         self._http: uvicorn.Server | None = None
 
     async def __aenter__(self) -> Service:
-        await self._probe_redis()
+        self.health.redis_ok = True  # assume so until a probe says otherwise, so it logs once
+        if not await self._probe_redis():
+            logger.warning("starting anyway; ingest waits for Redis")
         return self
 
     async def __aexit__(
@@ -141,6 +144,7 @@ class Service:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.ingest.run(self.stop_event), name="ingest")
                 tg.create_task(self._sweep_idle(), name="idle-sweeper")
+                tg.create_task(self._watch_redis(), name="redis-watch")
                 if self._serve_http:
                     tg.create_task(self._serve(), name="http")
                 logger.info(
@@ -154,17 +158,31 @@ class Service:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
 
-    async def _probe_redis(self) -> None:
-        """Log whether Redis answers; the daemon starts either way and retries in ingest."""
+    async def _probe_redis(self) -> bool:
+        """Ping Redis and record the answer in health; never raises for an outage."""
         try:
             await self.redis.ping()
         except REDIS_ERRORS as exc:
-            logger.warning("Redis at %s is not answering yet (%s)", self.settings.redis_url, exc)
+            if self.health.redis_ok:
+                logger.warning("Redis at %s is not answering (%s)", self.settings.redis_url, exc)
+                self.metrics.reconnects.labels("redis").inc()
             self.health.redis_ok = False
             self.health.redis_error = str(exc)
-        else:
-            self.health.redis_ok = True
-            self.metrics.connected.labels("redis").set(1)
+            self.metrics.connected.labels("redis").set(0)
+            return False
+        if not self.health.redis_ok:
+            logger.warning("Redis at %s answers again", self.settings.redis_url)
+        self.health.redis_ok = True
+        self.health.redis_error = ""
+        self.metrics.connected.labels("redis").set(1)
+        return True
+
+    async def _watch_redis(self) -> None:
+        """Keep /health true to Redis even when no telemetry flows (wall-clock cadence)."""
+        while not self.stop_event.is_set():
+            await self._probe_redis()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), REDIS_WATCH_INTERVAL_S)
 
     async def _serve(self) -> None:
         config = uvicorn.Config(
