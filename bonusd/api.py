@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import redis.exceptions
-from fastapi import Body, FastAPI, HTTPException, Path, Query, Request
+from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
@@ -85,6 +85,30 @@ class ImportOut(BaseModel):
     imported: int
 
 
+MAX_IMPORT_BYTES = 50 * 1024 * 1024
+
+
+async def _text(request: Request) -> str:
+    body = await request.body()
+    if len(body) > MAX_IMPORT_BYTES:
+        raise HTTPException(413, f"import files are limited to {MAX_IMPORT_BYTES} bytes")
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(422, f"the file is not UTF-8 text: {exc}") from exc
+
+
+def _file_body(what: str, header: str) -> dict[str, Any]:
+    text = {"schema": {"type": "string"}}
+    return {
+        "requestBody": {
+            "required": True,
+            "description": f"The {what} file: CSV with the header `{header}`, or a JSON array.",
+            "content": {"text/csv": text, "application/json": {"schema": {"type": "array"}}},
+        }
+    }
+
+
 def create_app(ctx: ApiContext) -> FastAPI:
     """Build the application around one daemon's context."""
     app = FastAPI(
@@ -152,14 +176,26 @@ def create_app(ctx: ApiContext) -> FastAPI:
         totals = await ctx.store.member_day(card, day)
         return DayOut(card=card, gaming_day=day, **totals)
 
-    @app.post("/members/import", response_model=ImportOut, tags=["members"])
-    async def import_members(body: Annotated[str, Body(media_type="text/csv")]) -> ImportOut:
-        records = parse_text(Member, body, source="request body")
+    @app.post(
+        "/members/import",
+        response_model=ImportOut,
+        tags=["members"],
+        openapi_extra=_file_body("members", "card,name,tier,app_user,date_of_birth,..."),
+    )
+    async def import_members(request: Request) -> ImportOut:
+        """Create or update members from a CSV or JSON file; all rows valid or none written."""
+        records = parse_text(Member, await _text(request), source="request body")
         return ImportOut(imported=await ctx.store.import_members(records))
 
-    @app.post("/devices/import", response_model=ImportOut, tags=["floor"])
-    async def import_devices(body: Annotated[str, Body(media_type="text/csv")]) -> ImportOut:
-        records = parse_text(Device, body, source="request body")
+    @app.post(
+        "/devices/import",
+        response_model=ImportOut,
+        tags=["floor"],
+        openapi_extra=_file_body("devices", "device,kind,area,bank,position"),
+    )
+    async def import_devices(request: Request) -> ImportOut:
+        """Create or update EGMs and tables from a CSV or JSON file."""
+        records = parse_text(Device, await _text(request), source="request body")
         return ImportOut(imported=await ctx.store.import_devices(records))
 
     @app.get("/deadletters", tags=["operations"])

@@ -166,3 +166,25 @@ async def _after(d: Daemon, sent: int, path: str) -> Any:
 
 async def _tick() -> None:
     await asyncio.sleep(0.02)
+
+
+async def test_member_import_over_http_json_and_errors(daemon: Daemon) -> None:
+    members = [{"card": "4242", "name": "Zanele Khumalo", "tier": "A", "app_user": True}]
+    ok = await daemon.http.post("/members/import", json=members)
+    assert ok.status_code == 200
+    assert ok.json() == {"imported": 1}
+    assert (await daemon.get("/members/4242"))["member"]["tier"] == "A"
+    # re-import updates
+    members[0]["tier"] = "K"
+    await daemon.http.post("/members/import", json=members)
+    assert (await daemon.get("/members/4242"))["member"]["tier"] == "K"
+    bad = await daemon.http.post(
+        "/members/import",
+        content="card,name,tier\n1,A,Q\n2,B,X\n",
+        headers={"content-type": "text/csv"},
+    )
+    assert bad.status_code == 422
+    assert bad.json()["errors"] == [
+        {"row": 3, "field": "tier", "problem": "Input should be '10', 'J', 'Q', 'K' or 'A'"}
+    ]
+    assert (await daemon.http.get("/members/1")).status_code == 404  # nothing written
