@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import redis.exceptions
-from fastapi import FastAPI, HTTPException, Path, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
+from bonusd.auth import AuthError, Principal, Role, TokenStore, authorize
 from bonusd.clock import Clock, GamingCalendar
 from bonusd.errors import ImportFileError
 from bonusd.health import Health
@@ -33,6 +35,7 @@ class ApiContext:
     clock: Clock
     calendar: GamingCalendar
     site: str
+    tokens: TokenStore
 
 
 class HealthOut(BaseModel):
@@ -109,6 +112,31 @@ def _file_body(what: str, header: str) -> dict[str, Any]:
     }
 
 
+_bearer = HTTPBearer(auto_error=False, description="A bonusd token: bd_<id>_<secret>")
+
+
+def guard(ctx: ApiContext, *roles: Role) -> Any:
+    """A dependency admitting only tokens of `roles` (admin is always admitted).
+
+    The allowed roles are kept on the dependency (`.roles`) so the test suite can check
+    every route of the application, not only the ones someone remembered.
+    """
+    allowed = frozenset({*roles, Role.ADMIN})
+
+    async def dependency(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> Principal:
+        need = " or ".join(sorted(r.value for r in allowed))
+        if credentials is None:
+            raise AuthError(401, f"a bearer token is required (role {need})")
+        principal = await ctx.tokens.check(credentials.credentials, ctx.clock.now())
+        authorize(principal, allowed)
+        return principal
+
+    dependency.roles = allowed  # type: ignore[attr-defined]
+    return Depends(dependency)
+
+
 def create_app(ctx: ApiContext) -> FastAPI:
     """Build the application around one daemon's context."""
     app = FastAPI(
@@ -122,6 +150,15 @@ def create_app(ctx: ApiContext) -> FastAPI:
         return JSONResponse(
             {"detail": f"Redis is unavailable ({exc}); the daemon keeps retrying"}, status_code=503
         )
+
+    @app.exception_handler(AuthError)
+    async def _auth(_: Request, exc: AuthError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=headers)
+
+    floor_readers = guard(ctx, Role.CREW, Role.DESK)
+    desk_only = guard(ctx, Role.DESK)
+    admin_only = guard(ctx, Role.ADMIN)
 
     @app.exception_handler(ImportFileError)
     async def _bad_import(_: Request, exc: ImportFileError) -> JSONResponse:
@@ -149,14 +186,21 @@ def create_app(ctx: ApiContext) -> FastAPI:
     async def metrics() -> Response:
         return Response(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
 
-    @app.get("/floor/active", response_model=list[ActiveOut], tags=["floor"])
+    @app.get(
+        "/floor/active",
+        response_model=list[ActiveOut],
+        tags=["floor"],
+        dependencies=[floor_readers],
+    )
     async def active(
         area: Annotated[str | None, Query(pattern=r"^[a-z0-9_-]{1,32}$")] = None,
         kind: Literal["egm", "table"] | None = None,
     ) -> list[dict[str, Any]]:
         return await ctx.store.active(area=area, kind=kind)
 
-    @app.get("/members/{card}", response_model=MemberOut, tags=["members"])
+    @app.get(
+        "/members/{card}", response_model=MemberOut, tags=["members"], dependencies=[desk_only]
+    )
     async def member(card: Annotated[str, CARD]) -> MemberOut:
         record = await ctx.store.member(card)
         unregistered = await ctx.store.is_unregistered(card)
@@ -171,7 +215,12 @@ def create_app(ctx: ApiContext) -> FastAPI:
             active=ActiveOut(**session) if session else None,
         )
 
-    @app.get("/members/{card}/days/{day}", response_model=DayOut, tags=["members"])
+    @app.get(
+        "/members/{card}/days/{day}",
+        response_model=DayOut,
+        tags=["members"],
+        dependencies=[desk_only],
+    )
     async def member_day(card: Annotated[str, CARD], day: dt.date) -> DayOut:
         totals = await ctx.store.member_day(card, day)
         return DayOut(card=card, gaming_day=day, **totals)
@@ -180,6 +229,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         "/members/import",
         response_model=ImportOut,
         tags=["members"],
+        dependencies=[admin_only],
         openapi_extra=_file_body("members", "card,name,tier,app_user,date_of_birth,..."),
     )
     async def import_members(request: Request) -> ImportOut:
@@ -191,6 +241,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         "/devices/import",
         response_model=ImportOut,
         tags=["floor"],
+        dependencies=[admin_only],
         openapi_extra=_file_body("devices", "device,kind,area,bank,position"),
     )
     async def import_devices(request: Request) -> ImportOut:
@@ -198,7 +249,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         records = parse_text(Device, await _text(request), source="request body")
         return ImportOut(imported=await ctx.store.import_devices(records))
 
-    @app.get("/deadletters", tags=["operations"])
+    @app.get("/deadletters", tags=["operations"], dependencies=[desk_only])
     async def deadletters(
         count: Annotated[int, Query(ge=1, le=10_000)] = 100,
     ) -> list[dict[str, str]]:

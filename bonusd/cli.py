@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import logging
 from pathlib import Path
@@ -13,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from bonusd.auth import IssuedToken, Role, TokenStore
+from bonusd.clock import Clock, clock_from
 from bonusd.demo import DemoFloor
 from bonusd.demo import main as run_demo
 from bonusd.errors import BonusdError
@@ -27,9 +30,11 @@ app = typer.Typer(help="bonusd: real-time casino floor bonusing.", no_args_is_he
 members_app = typer.Typer(help="The member registry.", no_args_is_help=True)
 devices_app = typer.Typer(help="The device registry (EGMs and tables).", no_args_is_help=True)
 telemetry_app = typer.Typer(help="The telemetry contract.", no_args_is_help=True)
+tokens_app = typer.Typer(help="Bearer tokens: one role each.", no_args_is_help=True)
 app.add_typer(members_app, name="members")
 app.add_typer(devices_app, name="devices")
 app.add_typer(telemetry_app, name="telemetry")
+app.add_typer(tokens_app, name="tokens")
 err = Console(stderr=True)
 
 
@@ -153,6 +158,84 @@ def schemas(
     for name, schema in json_schemas().items():
         (out / f"{name}.schema.json").write_text(json.dumps(schema, indent=2) + "\n")
     typer.echo(f"wrote {len(json_schemas())} schema(s) to {out}")
+
+
+def _token_store(settings: Settings) -> tuple[aioredis.Redis, TokenStore, Clock]:
+    r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+    clock = clock_from(settings.clock_start, settings.clock_speed)
+    return r, TokenStore(r, Keys(settings.key_prefix, settings.site)), clock
+
+
+@tokens_app.command("issue")
+def tokens_issue(
+    role: Annotated[Role, typer.Option(help="The one role the token grants.")],
+    name: Annotated[str, typer.Option(help="Who or what holds it, e.g. 'Screen main-3'.")],
+    area: Annotated[str, typer.Option(help="For a signage screen: its area.")] = "",
+    days: Annotated[float, typer.Option(min=0.001, help="Days until it expires.")] = 90.0,
+    quiet: Annotated[bool, typer.Option("--quiet", help="Print only the token.")] = False,
+) -> None:
+    """Issue a token. It is printed once and never stored; keep it safe."""
+    settings = _settings()
+
+    async def issue() -> IssuedToken:
+        r, store, clock = _token_store(settings)
+        try:
+            return await store.issue(
+                role=role, name=name, area=area, now=clock.now(), valid_for=dt.timedelta(days=days)
+            )
+        finally:
+            await r.aclose()
+
+    issued = asyncio.run(issue())
+    if quiet:
+        typer.echo(issued.token)
+        return
+    p = issued.principal
+    typer.echo(f"token {p.token_id}: role {p.role}, {p.name!r}, expires {p.expires.isoformat()}")
+    typer.echo(issued.token)
+
+
+@tokens_app.command("list")
+def tokens_list() -> None:
+    """List tokens (never their secrets)."""
+    settings = _settings()
+
+    async def read() -> list[dict[str, str]]:
+        r, store, _ = _token_store(settings)
+        try:
+            return await store.list()
+        finally:
+            await r.aclose()
+
+    table = Table(title=f"tokens of site {settings.site}")
+    for col in ("id", "role", "name", "area", "issued", "expires", "revoked"):
+        table.add_column(col)
+    for row in asyncio.run(read()):
+        table.add_row(
+            *(
+                row.get(c, "")
+                for c in ("id", "role", "name", "area", "issued", "expires", "revoked")
+            )
+        )
+    Console().print(table)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(
+    token_id: Annotated[str, typer.Argument(help="The id from `tokens list`.")],
+) -> None:
+    """Revoke a token at once."""
+    settings = _settings()
+
+    async def revoke() -> None:
+        r, store, clock = _token_store(settings)
+        try:
+            await store.revoke(token_id, clock.now())
+        finally:
+            await r.aclose()
+
+    asyncio.run(revoke())
+    typer.echo(f"revoked token {token_id}")
 
 
 def main() -> None:

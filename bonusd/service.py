@@ -22,6 +22,7 @@ import redis.asyncio as aioredis
 import uvicorn
 
 from bonusd.api import ApiContext, create_app
+from bonusd.auth import TokenStore
 from bonusd.backoff import Backoff
 from bonusd.clock import Clock, GamingCalendar, clock_from, sleep_until_or_stop
 from bonusd.health import Health
@@ -103,6 +104,7 @@ class Service:
             backoff_max_s=settings.backoff_max_s,
             on_commit=on_commit,
         )
+        self.tokens = TokenStore(self.redis, self.keys)
         self.app = create_app(
             ApiContext(
                 store=self.store,
@@ -111,6 +113,7 @@ class Service:
                 clock=self.clock,
                 calendar=self.calendar,
                 site=settings.site,
+                tokens=self.tokens,
             )
         )
         self._http: uvicorn.Server | None = None

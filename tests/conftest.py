@@ -21,6 +21,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
+from bonusd.auth import Role
 from bonusd.clock import ManualClock
 from bonusd.localservices import LocalMosquitto, free_port
 from bonusd.service import Service
@@ -82,7 +83,7 @@ def clock() -> ManualClock:
 
 
 class Daemon:
-    """A running in-process `Service` and an HTTP client on its real port."""
+    """A running in-process `Service` and an HTTP client (admin token) on its real port."""
 
     def __init__(self, service: Service, http: httpx.AsyncClient) -> None:
         self.service = service
@@ -105,7 +106,14 @@ async def running(settings: Settings, clock: ManualClock | None = None) -> Async
     async with Service(settings, clock=clock) as service, asyncio.TaskGroup() as tg:
         tg.create_task(service.run(install_signal_handlers=False))
         base = f"http://127.0.0.1:{settings.http_port}"
-        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        admin = await service.tokens.issue(
+            role=Role.ADMIN,
+            name="test suite",
+            now=service.clock.now(),
+            valid_for=dt.timedelta(days=365),
+        )
+        headers = {"Authorization": f"Bearer {admin.token}"}
+        async with httpx.AsyncClient(base_url=base, timeout=10, headers=headers) as http:
             async with asyncio.timeout(10):
                 while True:
                     with contextlib.suppress(httpx.TransportError):

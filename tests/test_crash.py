@@ -83,6 +83,23 @@ def test_kill_9_mid_burst_then_restart_totals_exact(
     daemon = _daemon(env, log)
     try:
         _wait_healthy(port)
+        token = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bonusd",
+                "tokens",
+                "issue",
+                "--role=desk",
+                "--name=crash test",
+                "--quiet",
+            ],
+            env=env,
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout.strip()
+        auth = {"Authorization": f"Bearer {token}"}
         publisher = threading.Thread(target=_publish_burst, args=(broker, site, now))
         publisher.start()
         deadline = time.monotonic() + 30
@@ -107,7 +124,8 @@ def test_kill_9_mid_burst_then_restart_totals_exact(
         day = GamingCalendar(Settings().zone, dt.time(8, 0)).gaming_day(now).isoformat()
         spend = points = games = 0
         for c in range(N_CARDS):
-            totals = httpx.get(f"http://127.0.0.1:{port}/members/{5000 + c}/days/{day}").json()
+            url = f"http://127.0.0.1:{port}/members/{5000 + c}/days/{day}"
+            totals = httpx.get(url, headers=auth).json()
             spend += totals["spend_cents"]
             points += totals["slots_points"]
             games += totals["games"]
