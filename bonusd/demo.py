@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
+from bonusd.auth import Role
 from bonusd.clock import SimulatedClock
 from bonusd.registry import Device, Member, parse_text
 from bonusd.service import Service
@@ -28,6 +29,8 @@ from bonusd.settings import Settings
 from simulators import FloorConfig, build_floor, write_devices_csv, write_members_csv
 
 logger = logging.getLogger(__name__)
+# simulated time runs fast (x60: a year in six days of wall time)
+DEMO_TOKEN_LIFETIME = dt.timedelta(days=365)
 JOHANNESBURG_LAUNCH = dt.datetime.fromisoformat("2026-10-03T16:55:00+02:00")
 
 
@@ -62,6 +65,16 @@ async def run_demo(settings: Settings, floor: DemoFloor, console: Console) -> No
         await service.store.import_devices(devices)
         await service.store.import_members(members)
         base = f"http://{settings.http_host}:{settings.http_port}"
+        tokens = {}
+        for role in (Role.ADMIN, Role.DESK, Role.CREW, Role.KIOSK, Role.SIGNAGE):
+            issued = await service.tokens.issue(
+                role=role,
+                name=f"demo {role}",
+                area="main" if role is Role.SIGNAGE else "",
+                now=clock.now(),
+                valid_for=DEMO_TOKEN_LIFETIME,
+            )
+            tokens[role] = issued.token
         console.print(
             f"[bold]bonusd demo[/bold] site [cyan]{settings.site}[/cyan]: "
             f"{len(devices)} devices, {len(members)} members, simulated time from "
@@ -70,6 +83,9 @@ async def run_demo(settings: Settings, floor: DemoFloor, console: Console) -> No
             f"  health       {base}/health\n"
             f"  live floor   {base}/floor/active\n"
             f"  metrics      {base}/metrics\n"
+            "Tokens for this demo (a fresh set each run; `bonusd tokens list` shows them):\n"
+            + "".join(f"  {role.value:8s} {token}\n" for role, token in tokens.items())
+            + f"  e.g. curl -H 'Authorization: Bearer {tokens[Role.DESK]}' {base}/floor/active\n"
             "Ctrl-C stops everything."
         )
         simulator = _start_simulator(settings, floor, start, speed)
