@@ -20,6 +20,7 @@ from bonusd.demo import DemoFloor
 from bonusd.demo import main as run_demo
 from bonusd.errors import BonusdError
 from bonusd.keys import Keys
+from bonusd.promotions.cli import app as promotions_app
 from bonusd.registry import Device, Member, read_file
 from bonusd.service import Service
 from bonusd.settings import Settings, load_settings
@@ -35,6 +36,7 @@ app.add_typer(members_app, name="members")
 app.add_typer(devices_app, name="devices")
 app.add_typer(telemetry_app, name="telemetry")
 app.add_typer(tokens_app, name="tokens")
+app.add_typer(promotions_app, name="promotions")
 err = Console(stderr=True)
 
 
