@@ -16,12 +16,14 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
+from bonusd.api_promotions import add_promotion_routes
 from bonusd.auth import AuthError, Principal, Role, TokenStore, authorize
 from bonusd.clock import Clock, GamingCalendar
 from bonusd.errors import ImportFileError
 from bonusd.health import Health
 from bonusd.metrics import Metrics
 from bonusd.registry import Device, Member, parse_text
+from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
 
 CARD = Path(pattern=r"^[A-Za-z0-9-]{1,32}$", description="Member card number")
@@ -36,6 +38,7 @@ class ApiContext:
     calendar: GamingCalendar
     site: str
     tokens: TokenStore
+    promotions: PromotionStore
 
 
 class HealthOut(BaseModel):
@@ -248,6 +251,8 @@ def create_app(ctx: ApiContext) -> FastAPI:
         """Create or update EGMs and tables from a CSV or JSON file."""
         records = parse_text(Device, await _text(request), source="request body")
         return ImportOut(imported=await ctx.store.import_devices(records))
+
+    add_promotion_routes(app, ctx, guard)
 
     @app.get("/deadletters", tags=["operations"], dependencies=[desk_only])
     async def deadletters(

@@ -8,6 +8,8 @@ what each event type *means* is decided here.
 Operation tokens (keys are relative to the site's key base):
     H key field n           HINCRBY
     HS key field value      HSET
+    HMAX key field value    HSET if the field is absent or smaller
+    Z key member n          ZINCRBY
     S key member            SADD
     IN kind slot area ts    card in at `slot` (device, or device#seat at a table)
     P kind slot area ts     rated play at `slot` (implies card in if not there yet)

@@ -16,11 +16,13 @@ import datetime as dt
 import logging
 import signal
 from collections.abc import Generator
+from pathlib import Path
 from types import TracebackType
 
 import redis.asyncio as aioredis
 import uvicorn
 
+from bonusd.accounting import PromotionBook
 from bonusd.api import ApiContext, create_app
 from bonusd.auth import TokenStore
 from bonusd.backoff import Backoff
@@ -29,12 +31,27 @@ from bonusd.health import Health
 from bonusd.ingest import REDIS_ERRORS, CommitHook, Ingest, MqttTarget
 from bonusd.keys import Keys
 from bonusd.metrics import Metrics
+from bonusd.promotions import Promotion, load_promotions
 from bonusd.settings import Settings
+from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
 from bonusd.telemetry import DecodeLimits, TelemetryDecoder
 
 logger = logging.getLogger(__name__)
 REDIS_WATCH_INTERVAL_S = 2.0
+
+
+def site_promotions(folder: Path, site: str) -> tuple[Promotion, ...]:
+    """The promotions of `site` in `folder`. A broken file stops the start with a message
+    naming it: running without it would silently miss its points."""
+    if not folder.is_dir():
+        logger.warning("no promotions folder %s; running the floor without promotions", folder)
+        return ()
+    mine = tuple(p for p in load_promotions(folder) if p.site == site)
+    logger.info(
+        "promotions of site %s: %s", site, ", ".join(p.id for p in mine) or "none in " + str(folder)
+    )
+    return mine
 
 
 class _QuietServer(uvicorn.Server):
@@ -71,12 +88,14 @@ class Service:
             socket_connect_timeout=5,
             health_check_interval=15,
         )
+        self.promotions = site_promotions(settings.promotions, settings.site)
         self.store = FloorStore(
             self.redis,
             self.keys,
             dedup_ttl_s=settings.dedup_window_s + 3600,
             deadletter_maxlen=settings.deadletter_maxlen,
             deadletter_payload_bytes=settings.deadletter_payload_bytes,
+            book=PromotionBook(self.promotions),
         )
         self.decoder = TelemetryDecoder(
             prefix=settings.topic_prefix,
@@ -105,6 +124,7 @@ class Service:
             on_commit=on_commit,
         )
         self.tokens = TokenStore(self.redis, self.keys)
+        self.promotion_store = PromotionStore(self.redis, self.keys, self.promotions)
         self.app = create_app(
             ApiContext(
                 store=self.store,
@@ -114,6 +134,7 @@ class Service:
                 calendar=self.calendar,
                 site=settings.site,
                 tokens=self.tokens,
+                promotions=self.promotion_store,
             )
         )
         self._http: uvicorn.Server | None = None

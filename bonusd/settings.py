@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -43,6 +44,7 @@ class Settings(BaseSettings):
     deadletter_payload_bytes: int = Field(default=2048, ge=64)
     backoff_max_s: float = Field(default=30.0, gt=0)
 
+    promotions: Path = Path("promotions")
     log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
 
     @field_validator("timezone")

@@ -15,6 +15,7 @@ from typing import Any, cast
 import msgspec
 from redis.asyncio import Redis
 
+from bonusd.accounting import PromotionBook
 from bonusd.floor import dedup_bucket, operations
 from bonusd.keys import Keys
 from bonusd.registry import Device, Member
@@ -66,8 +67,10 @@ class FloorStore:
         dedup_ttl_s: int,
         deadletter_maxlen: int,
         deadletter_payload_bytes: int,
+        book: PromotionBook | None = None,
     ) -> None:
         self.redis = redis
+        self.book = book or PromotionBook(())
         self.keys = keys
         self._dedup_ttl = str(dedup_ttl_s)
         self._dl_maxlen = str(deadletter_maxlen)
@@ -79,7 +82,10 @@ class FloorStore:
 
     async def apply_batch(self, events: list[FloorEvent], dead: list[DeadLetter]) -> BatchResult:
         """Apply `events` and record `dead` in one atomic step; duplicates are skipped."""
-        batch = [[e.id, str(dedup_bucket(e)), e.card, operations(e)] for e in events]
+        book = self.book
+        batch = [
+            [e.id, str(dedup_bucket(e)), e.card, operations(e) + book.operations(e)] for e in events
+        ]
         letters = [
             [
                 d.reason.value,

@@ -17,7 +17,13 @@ from bonusd.auth import Role
 from tests.conftest import Daemon
 
 PUBLIC = {("GET", "/health"), ("GET", "/metrics")}
-SAMPLE = {"card": "1001", "day": "2026-10-03"}
+SAMPLE = {
+    "card": "1001",
+    "day": "2026-10-03",
+    "promotion": "no-such-promotion",
+    "draw": "no-such-draw",
+    "side": "slots",
+}
 
 
 def _routes(daemon: Daemon) -> list[tuple[str, str, frozenset[Role]]]:
@@ -52,7 +58,7 @@ async def _client(d: Daemon, role: Role, **kw: object) -> httpx.AsyncClient:
 
 async def test_every_route_is_guarded_or_public(daemon: Daemon) -> None:
     routes = _routes(daemon)
-    assert len(routes) >= 8
+    assert len(routes) >= 13
     anonymous = httpx.AsyncClient(base_url=str(daemon.http.base_url))
     clients = {role: await _client(daemon, role) for role in Role}
     try:

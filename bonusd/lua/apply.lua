@@ -86,6 +86,15 @@ for _, ev in ipairs(events) do
       elseif op == 'HS' then
         redis.call('HSET', base .. t[i + 1], t[i + 2], t[i + 3])
         i = i + 4
+      elseif op == 'Z' then
+        redis.call('ZINCRBY', base .. t[i + 1], t[i + 3], t[i + 2])
+        i = i + 4
+      elseif op == 'HMAX' then
+        local cur = tonumber(redis.call('HGET', base .. t[i + 1], t[i + 2]))
+        if not cur or tonumber(t[i + 3]) > cur then
+          redis.call('HSET', base .. t[i + 1], t[i + 2], t[i + 3])
+        end
+        i = i + 4
       elseif op == 'S' then
         redis.call('SADD', base .. t[i + 1], t[i + 2])
         i = i + 3

@@ -1,0 +1,215 @@
+"""HTTP routes of the promotions: their draws and states, standings, leaderboards,
+activations and rule reloads. Thin: the rules live in `bonusd.promotions`, the Redis
+side in `bonusd.standings`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import Enum, StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Path
+from pydantic import BaseModel
+
+from bonusd.auth import Principal, Role
+from bonusd.errors import NotFoundError
+from bonusd.promotions import Channel, Side, Standing
+from bonusd.promotions.timing import earning_window
+from bonusd.standings import ActivationRefused
+
+if TYPE_CHECKING:
+    from bonusd.api import ApiContext
+
+ID = Path(pattern=r"^[a-z0-9][a-z0-9-]{0,79}$")
+CARD = Path(pattern=r"^[A-Za-z0-9-]{1,32}$")
+
+
+class View(StrEnum):
+    LIVE = "live"
+    PUBLISHED = "published"
+
+
+class ActivationIn(BaseModel):
+    card: str
+    channel: Channel
+
+
+class ActivationOut(BaseModel):
+    promotion: str
+    draw: str
+    card: str
+    channel: Channel
+    at: dt.datetime
+
+
+def standing_json(s: Standing) -> dict[str, Any]:
+    return {
+        "promotion": s.promotion_id,
+        "draw": s.draw_id,
+        "card": s.card,
+        "eligible": s.eligible,
+        "qualified": s.qualified,
+        "activated": s.activated,
+        "tickets": s.tickets,
+        "entries": s.entries,
+        "per_tombola": {str(k): v for k, v in s.per_tombola.items()},
+        "visits": s.visits,
+        "sides": {
+            str(side.side): {
+                "points": side.points,
+                "threshold": side.threshold,
+                "qualified": side.qualified,
+                "tickets": side.tickets,
+            }
+            for side in s.sides
+        },
+        "breakdown": [
+            {
+                "rule": line.rule,
+                "tombola": str(line.tombola),
+                "side": str(line.side) if line.side else None,
+                "tickets": line.tickets,
+                "detail": line.detail,
+            }
+            for line in s.breakdown
+        ],
+        "reasons": list(s.reasons),
+    }
+
+
+def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
+    """The /promotions routes, guarded with `guard(ctx, *roles)` like the rest of the API.
+    (Registered on the app itself, so the route table lists every route and its guard.)"""
+    tags: list[str | Enum] = ["promotions"]
+    anyone = guard(ctx, Role.SIGNAGE, Role.CREW, Role.DESK, Role.KIOSK)
+    desk_or_kiosk = guard(ctx, Role.DESK, Role.KIOSK)
+    store = ctx.promotions
+
+    def nf(exc: NotFoundError) -> HTTPException:
+        return HTTPException(404, str(exc))
+
+    @app.get("/promotions", tags=tags, dependencies=[anyone])
+    async def list_promotions() -> list[dict[str, Any]]:
+        """The promotions running at this site."""
+        return [
+            {"id": p.id, "name": p.name, "start": p.start, "end": p.end, "draws": len(p.draw_list)}
+            for p in store.promotions.values()
+        ]
+
+    @app.get("/promotions/{promotion}", tags=tags, dependencies=[anyone])
+    async def promotion(promotion: Annotated[str, ID]) -> dict[str, Any]:
+        """A promotion with each draw's window, bin close, rounds and state now."""
+        try:
+            p = store.promotion(promotion)
+        except NotFoundError as exc:
+            raise nf(exc) from exc
+        now = ctx.clock.now()
+        draws = []
+        for d in p.draw_list:
+            window = earning_window(p, d)
+            closes = store.bin_closes_at(p.id, d.id)
+            frozen = await store.pool(p.id, d.id)
+            if now < window.opens:
+                state = "upcoming"
+            elif now < window.closes:
+                state = "earning"
+            elif now < closes:
+                state = "activation"
+            else:
+                state = "frozen" if frozen else "closing"
+            draws.append(
+                {
+                    "id": d.id,
+                    "name": d.name,
+                    "date": d.date,
+                    "mode": str(d.mode),
+                    "window_opens": window.opens,
+                    "window_closes": window.closes,
+                    "bin_closes": closes,
+                    "rounds": [{"time": rd.time, "winners": rd.winners} for rd in d.rounds],
+                    "state": state,
+                    "pool_sha256": frozen.sha256 if frozen else None,
+                }
+            )
+        return {
+            "id": p.id,
+            "name": p.name,
+            "site": p.site,
+            "start": p.start,
+            "end": p.end,
+            "draws": draws,
+        }
+
+    @app.get(
+        "/promotions/{promotion}/draws/{draw}/standings/{card}",
+        tags=tags,
+        dependencies=[desk_or_kiosk],
+    )
+    async def standings(
+        promotion: Annotated[str, ID], draw: Annotated[str, ID], card: Annotated[str, CARD]
+    ) -> dict[str, Any]:
+        """Qualification, tickets (per tombola), visits, per-side points, the breakdown by
+        rule, the reasons for not qualifying, and whether the entry is activated."""
+        try:
+            return standing_json(await store.standing(promotion, draw, card))
+        except NotFoundError as exc:
+            raise nf(exc) from exc
+
+    @app.get(
+        "/promotions/{promotion}/draws/{draw}/leaderboards/{side}",
+        tags=tags,
+    )
+    async def leaderboard(
+        promotion: Annotated[str, ID],
+        draw: Annotated[str, ID],
+        side: Side,
+        view: View = View.PUBLISHED,
+        principal: Principal = anyone,
+    ) -> dict[str, Any]:
+        """The published weekly board (anyone), or the live board (desk)."""
+        try:
+            if view is View.PUBLISHED:
+                return await store.published_board(promotion, draw, side)
+            if principal.role not in (Role.DESK, Role.ADMIN):
+                raise HTTPException(403, "the live board needs the desk role")
+            board = await store.live_board(promotion, draw, side)
+        except NotFoundError as exc:
+            raise nf(exc) from exc
+        except ValueError as exc:
+            raise HTTPException(404, str(exc)) from exc
+        return {
+            "promotion": promotion,
+            "draw": draw,
+            "side": side.value,
+            "as_of": ctx.clock.now().isoformat(),
+            "entries": [
+                {
+                    "position": x.position,
+                    "card": x.card,
+                    "points": x.points,
+                    "reached_at": x.reached_at.isoformat(),
+                }
+                for x in board
+            ],
+        }
+
+    @app.post(
+        "/promotions/{promotion}/draws/{draw}/activations",
+        tags=tags,
+        response_model=ActivationOut,
+        dependencies=[guard(ctx, Role.KIOSK)],
+    )
+    async def activate(
+        promotion: Annotated[str, ID], draw: Annotated[str, ID], body: ActivationIn
+    ) -> ActivationOut:
+        """Activate a member's entries (eHost kiosk print, or app registration while the
+        member is active on the floor), until the entry bin closes."""
+        try:
+            done = await store.activate(promotion, draw, body.card, body.channel, ctx.clock.now())
+        except NotFoundError as exc:
+            raise nf(exc) from exc
+        except ActivationRefused as exc:
+            raise HTTPException(409, str(exc)) from exc
+        return ActivationOut(
+            promotion=promotion, draw=draw, card=done.card, channel=done.channel, at=done.at
+        )

@@ -1,0 +1,295 @@
+"""Promotions on the live floor: standings, leaderboards, activations and frozen pools,
+read from and written to Redis. The rules themselves live in `bonusd.promotions`; this
+module only fetches their inputs and keeps their outputs.
+
+    act:{promotion}:{draw}                 hash   card -> {"channel", "at"} activations
+    lbpub:{promotion}:{draw}:{side}        string the latest published board (JSON)
+    lbhist:{promotion}:{draw}:{side}       list   every published board, newest first
+    pool:{promotion}:{draw}                string the frozen entry pool (canonical text)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from redis.asyncio import Redis
+
+from bonusd.errors import BonusdError, NotFoundError
+from bonusd.keys import Keys
+from bonusd.promotions import (
+    BoardEntry,
+    Channel,
+    EntryPool,
+    MemberWindowStats,
+    Promotion,
+    Ranked,
+    Side,
+    SideStats,
+    Standing,
+    activation_refusal,
+    rank_leaderboard,
+    seat_holders,
+    standing,
+)
+from bonusd.promotions.schema import Draw
+from bonusd.promotions.timing import bin_closes_at
+from bonusd.registry import Member
+
+BOARD_SIZE = 10
+_CANDIDATE_BATCH = 200
+
+
+class ActivationRefused(BonusdError):
+    """An activation the rules do not allow now; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    card: str
+    channel: Channel
+    at: dt.datetime
+
+
+def _ms_instant(raw: str | None) -> dt.datetime | None:
+    return dt.datetime.fromtimestamp(int(raw) / 1000, dt.UTC) if raw else None
+
+
+class PromotionStore:
+    """The live promotions of one site."""
+
+    def __init__(self, redis: Redis, keys: Keys, promotions: Sequence[Promotion]) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.promotions = {p.id: p for p in promotions}
+
+    def promotion(self, promotion_id: str) -> Promotion:
+        try:
+            return self.promotions[promotion_id]
+        except KeyError:
+            known = ", ".join(sorted(self.promotions)) or "none"
+            raise NotFoundError(
+                f"no promotion {promotion_id!r} runs at this site (running: {known})"
+            ) from None
+
+    def draw(self, promotion_id: str, draw_id: str) -> tuple[Promotion, Draw]:
+        p = self.promotion(promotion_id)
+        try:
+            return p, p.draw(draw_id)
+        except KeyError as exc:
+            raise NotFoundError(str(exc).strip("'\"")) from None
+
+    def _k(self, *parts: str) -> str:
+        return self.keys.base + ":".join(parts)
+
+    # -- members --------------------------------------------------------------------------
+
+    async def member(self, card: str) -> Member:
+        raw = cast(dict[str, str], await self.redis.hgetall(self.keys.member(card)))
+        if not raw:
+            raise NotFoundError(
+                f"card {card} is not a registered member; import it before its standing "
+                "can be judged (its play is kept meanwhile)"
+            )
+        return Member.from_redis(raw)
+
+    async def window_stats(
+        self, p: Promotion, draw: Draw, cards: Sequence[str]
+    ) -> list[MemberWindowStats]:
+        """Window stats of many members in one round trip."""
+        since = cast(str | None, await self.redis.hget(self.keys.stats, "telemetry_since"))
+        since_day = dt.date.fromisoformat(since) if since else None
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for card in cards:
+                head = self._k("pw", p.id, draw.id, card)
+                days = self._k("pwd", p.id, draw.id, card)
+                pipe.hgetall(head)
+                pipe.scard(f"{days}:slots")
+                pipe.scard(f"{days}:tables")
+                pipe.scard(f"{days}:any")
+            raw = await pipe.execute()
+        out = []
+        for i in range(len(cards)):
+            h, slots_days, tables_days, any_days = raw[4 * i : 4 * i + 4]
+
+            def side(name: str, visits: int, h: dict[str, str] = h) -> SideStats:
+                return SideStats(
+                    points=int(h.get(f"{name}_points", 0)),
+                    visits=visits,
+                    plays=int(h.get(f"{name}_plays", 0)),
+                    reached_at=_ms_instant(h.get(f"{name}_reached")),
+                )
+
+            out.append(
+                MemberWindowStats(
+                    slots=side("slots", slots_days),
+                    tables=side("tables", tables_days),
+                    visits=any_days,
+                    telemetry_since=since_day,
+                )
+            )
+        return out
+
+    async def standing(self, promotion_id: str, draw_id: str, card: str) -> Standing:
+        p, draw = self.draw(promotion_id, draw_id)
+        member = await self.member(card)
+        (stats,) = await self.window_stats(p, draw, [card])
+        activated = await self.redis.hexists(self._k("act", p.id, draw.id), card)
+        return standing(p, draw, member, stats, activated=bool(activated), on_date=draw.date)
+
+    # -- activation -----------------------------------------------------------------------
+
+    async def activate(
+        self, promotion_id: str, draw_id: str, card: str, channel: Channel, now: dt.datetime
+    ) -> Activation:
+        """Record an activation, or raise `ActivationRefused` saying why not."""
+        p, draw = self.draw(promotion_id, draw_id)
+        await self.member(card)
+        active = bool(await self.redis.exists(self.keys.session(card)))
+        refusal = activation_refusal(p, draw, channel, now, active_on_floor=active)
+        if refusal:
+            raise ActivationRefused(f"card {card}, draw {draw.id}: {refusal}")
+        record = json.dumps({"channel": channel.value, "at": now.isoformat()})
+        # the first activation stands; a second through another channel changes nothing
+        await self.redis.hsetnx(self._k("act", p.id, draw.id), card, record)
+        stored = json.loads(cast(str, await self.redis.hget(self._k("act", p.id, draw.id), card)))
+        return Activation(card, Channel(stored["channel"]), dt.datetime.fromisoformat(stored["at"]))
+
+    # -- leaderboards ---------------------------------------------------------------------
+
+    async def live_board(
+        self, promotion_id: str, draw_id: str, side: Side, *, size: int = BOARD_SIZE
+    ) -> tuple[Ranked, ...]:
+        """The top of the live board: eligible members only, ties to who got there first."""
+        p, draw = self.draw(promotion_id, draw_id)
+        key = self._k("lb", p.id, draw.id, side.value)
+        entries: list[BoardEntry] = []
+        start = 0
+        ranked: tuple[Ranked, ...] = ()
+        while True:
+            rows = cast(
+                list[tuple[str, float]],
+                await self.redis.zrevrange(
+                    key, start, start + _CANDIDATE_BATCH - 1, withscores=True
+                ),
+            )
+            if not rows:
+                break
+            entries += await self._board_entries(p, draw, side, rows)
+            start += len(rows)
+            ranked = rank_leaderboard(
+                p, draw, side, entries, qualified_only=False, on_date=draw.date
+            )
+            last_score = rows[-1][1]
+            # enough eligible members above any score still unread: the top is settled
+            if len(ranked) >= size and ranked[size - 1].points > last_score:
+                break
+            if len(rows) < _CANDIDATE_BATCH:
+                break
+        return ranked[:size]
+
+    async def _board_entries(
+        self, p: Promotion, draw: Draw, side: Side, rows: list[tuple[str, float]]
+    ) -> list[BoardEntry]:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for card, _ in rows:
+                pipe.hgetall(self.keys.member(card))
+                pipe.hget(self._k("pw", p.id, draw.id, card), f"{side.value}_reached")
+            raw = await pipe.execute()
+        out = []
+        for n, (_card, score) in enumerate(rows):
+            member_raw, reached = raw[2 * n], raw[2 * n + 1]
+            if not member_raw:
+                continue  # an unregistered card cannot be judged eligible; never shown
+            when = _ms_instant(reached) or dt.datetime.max.replace(tzinfo=dt.UTC)
+            out.append(BoardEntry(Member.from_redis(member_raw), int(score), when))
+        return out
+
+    async def publish_board(
+        self, promotion_id: str, draw_id: str, side: Side, now: dt.datetime
+    ) -> dict[str, Any]:
+        board = await self.live_board(promotion_id, draw_id, side)
+        snapshot = {
+            "promotion": promotion_id,
+            "draw": draw_id,
+            "side": side.value,
+            "published_at": now.isoformat(),
+            "entries": [
+                {"position": r.position, "card": r.card, "points": r.points} for r in board
+            ],
+        }
+        text = json.dumps(snapshot)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(self._k("lbpub", promotion_id, draw_id, side.value), text)
+            pipe.lpush(self._k("lbhist", promotion_id, draw_id, side.value), text)
+            await pipe.execute()
+        return snapshot
+
+    async def published_board(self, promotion_id: str, draw_id: str, side: Side) -> dict[str, Any]:
+        self.draw(promotion_id, draw_id)
+        text = await self.redis.get(self._k("lbpub", promotion_id, draw_id, side.value))
+        if text is None:
+            return {
+                "promotion": promotion_id,
+                "draw": draw_id,
+                "side": side.value,
+                "published_at": None,
+                "entries": [],
+            }
+        return cast(dict[str, Any], json.loads(text))
+
+    # -- entry pools ----------------------------------------------------------------------
+
+    async def freeze_pool(self, promotion_id: str, draw_id: str, now: dt.datetime) -> EntryPool:
+        """Freeze the draw's entry pool once; later calls return the pool frozen first."""
+        p, draw = self.draw(promotion_id, draw_id)
+        existing = await self.pool(promotion_id, draw_id)
+        if existing is not None:
+            return existing
+        activated = sorted(
+            cast(dict[str, str], await self.redis.hgetall(self._k("act", p.id, draw.id)))
+        )
+        standings = []
+        for i in range(0, len(activated), 1000):
+            cards = activated[i : i + 1000]
+            stats = await self.window_stats(p, draw, cards)
+            for card, st in zip(cards, stats, strict=True):
+                member_raw = cast(dict[str, str], await self.redis.hgetall(self.keys.member(card)))
+                if not member_raw:
+                    continue
+                standings.append(
+                    standing(
+                        p,
+                        draw,
+                        Member.from_redis(member_raw),
+                        st,
+                        activated=True,
+                        on_date=draw.date,
+                    )
+                )
+        seated: list[str] = []
+        if draw.seats is not None:
+            boards = {
+                side: await self.live_board(p.id, draw.id, side, size=BOARD_SIZE)
+                for side in draw.seats.boards
+            }
+            seated = [s.card for s in seat_holders(p, draw, boards)]
+        pool = EntryPool.from_standings(p.id, draw, standings, closed_at=now, seated=seated)
+        # SET NX: two daemons racing to freeze agree on whichever pool landed first
+        await self.redis.set(self._k("pool", p.id, draw.id), pool.canonical(), nx=True)
+        frozen = await self.pool(promotion_id, draw_id)
+        assert frozen is not None
+        return frozen
+
+    async def pool(self, promotion_id: str, draw_id: str) -> EntryPool | None:
+        raw = await self.redis.get(self._k("pool", promotion_id, draw_id))
+        if raw is None:
+            return None
+        return EntryPool.parse(raw.encode() if isinstance(raw, str) else raw)
+
+    def bin_closes_at(self, promotion_id: str, draw_id: str) -> dt.datetime:
+        p, draw = self.draw(promotion_id, draw_id)
+        return bin_closes_at(p, draw)
