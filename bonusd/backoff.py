@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 
@@ -21,3 +22,12 @@ class Backoff:
 
     def reset(self) -> None:
         self.attempt = 0
+
+
+async def pause(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait `seconds` of wall time (a retry delay); return True early if `stop` is set."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    except TimeoutError:
+        return False
+    return True

@@ -24,21 +24,19 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import aiomqtt
-import redis.exceptions
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from bonusd.backoff import Backoff
+from bonusd.backoff import Backoff, pause
 from bonusd.clock import Clock
 from bonusd.health import Health
 from bonusd.metrics import Metrics
-from bonusd.store import BatchResult, DeadLetter, FloorStore
+from bonusd.store import REDIS_ERRORS, BatchResult, DeadLetter, FloorStore
 from bonusd.telemetry import FloorEvent, Rejection, TelemetryDecoder
 
 logger = logging.getLogger(__name__)
 
 DRAIN_DEADLINE_S = 5.0
-REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +132,7 @@ class Ingest:
                     group.exceptions[0],
                     delay,
                 )
-                await _sleep_or_stop(stop, delay)
+                await pause(stop, delay)
             else:
                 backoff.reset()
 
@@ -270,7 +268,7 @@ class Ingest:
                     len(batch),
                     delay,
                 )
-                if await _sleep_or_stop(stop, delay):
+                if await pause(stop, delay):
                     return None
                 continue
             if not self._health.redis_ok:
@@ -305,12 +303,3 @@ async def _until_disconnected(client: aiomqtt.Client) -> None:
     aiomqtt's, so its queue stays empty and its iterator only ever reports disconnection)."""
     async for _ in client.messages:
         pass
-
-
-async def _sleep_or_stop(stop: asyncio.Event, delay: float) -> bool:
-    """Sleep `delay` seconds; return True early if `stop` is set."""
-    try:
-        await asyncio.wait_for(stop.wait(), timeout=delay)
-    except TimeoutError:
-        return False
-    return True

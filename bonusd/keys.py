@@ -80,5 +80,10 @@ class Keys:
         return f"{self.base}deadletters"
 
     @property
+    def active_multipliers(self) -> str:
+        """Set of `promotion:multiplier` windows open now (maintained by the scheduler)."""
+        return f"{self.base}multipliers-active"
+
+    @property
     def stats(self) -> str:
         return f"{self.base}stats"

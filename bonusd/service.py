@@ -28,13 +28,14 @@ from bonusd.auth import TokenStore
 from bonusd.backoff import Backoff
 from bonusd.clock import Clock, GamingCalendar, clock_from, sleep_until_or_stop
 from bonusd.health import Health
-from bonusd.ingest import REDIS_ERRORS, CommitHook, Ingest, MqttTarget
+from bonusd.ingest import CommitHook, Ingest, MqttTarget
 from bonusd.keys import Keys
 from bonusd.metrics import Metrics
-from bonusd.promotions import Promotion, load_promotions
+from bonusd.promotions import Action, Promotion, Side, TimedAction, load_promotions
+from bonusd.scheduler import Scheduler
 from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
+from bonusd.store import REDIS_ERRORS, FloorStore
 from bonusd.telemetry import DecodeLimits, TelemetryDecoder
 
 logger = logging.getLogger(__name__)
@@ -137,12 +138,29 @@ class Service:
                 promotions=self.promotion_store,
             )
         )
+        self.scheduler = Scheduler(
+            promotions=self.promotions,
+            clock=self.clock,
+            redis=self.redis,
+            keys=self.keys,
+            handlers={
+                Action.LEADERBOARD_PUBLISH: self._publish_boards,
+                Action.BIN_CLOSES: self._close_bin,
+                Action.MULTIPLIER_STARTS: self._multiplier_starts,
+                Action.MULTIPLIER_ENDS: self._multiplier_ends,
+            },
+        )
         self._http: uvicorn.Server | None = None
 
     async def __aenter__(self) -> Service:
         self.health.redis_ok = True  # assume so until a probe says otherwise, so it logs once
         if not await self._probe_redis():
             logger.warning("starting anyway; ingest waits for Redis")
+        else:
+            # the first gaming day telemetry covers ("3 months actives" falls back to the
+            # member record's last_visit before it)
+            today = self.calendar.gaming_day(self.clock.now()).isoformat()
+            await self.redis.hsetnx(self.keys.stats, "telemetry_since", today)
         return self
 
     async def __aexit__(
@@ -169,6 +187,7 @@ class Service:
                 tg.create_task(self.ingest.run(self.stop_event), name="ingest")
                 tg.create_task(self._sweep_idle(), name="idle-sweeper")
                 tg.create_task(self._watch_redis(), name="redis-watch")
+                tg.create_task(self.scheduler.run(self.stop_event), name="scheduler")
                 if self._serve_http:
                     tg.create_task(self._serve(), name="http")
                 logger.info(
@@ -181,6 +200,27 @@ class Service:
             if install_signal_handlers:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
+
+    # -- scheduled actions (each idempotent: see scheduler.py) ------------------------------
+
+    async def _publish_boards(self, action: TimedAction) -> None:
+        promotion_id, draw_id = action.ids
+        for side in Side:
+            try:
+                await self.promotion_store.publish_board(promotion_id, draw_id, side, action.at)
+            except ValueError:
+                continue  # this draw has no board on that side
+
+    async def _close_bin(self, action: TimedAction) -> None:
+        promotion_id, draw_id = action.ids
+        pool = await self.promotion_store.freeze_pool(promotion_id, draw_id, action.at)
+        logger.info("entry bin of %s/%s closed: pool %s", promotion_id, draw_id, pool.sha256)
+
+    async def _multiplier_starts(self, action: TimedAction) -> None:
+        await self.redis.sadd(self.keys.active_multipliers, ":".join(action.ids))
+
+    async def _multiplier_ends(self, action: TimedAction) -> None:
+        await self.redis.srem(self.keys.active_multipliers, ":".join(action.ids))
 
     async def _probe_redis(self) -> bool:
         """Ping Redis and record the answer in health; never raises for an outage."""

@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any, cast
 
 import msgspec
+import redis.exceptions
 from redis.asyncio import Redis
 
 from bonusd.accounting import PromotionBook
@@ -49,6 +50,8 @@ class BatchResult:
     dead_letters: int
 
 
+# what an outage of Redis looks like to a client: wait and retry, never crash on it
+REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 _json = msgspec.json.Encoder()
 
 

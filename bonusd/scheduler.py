@@ -1,0 +1,125 @@
+"""The scheduler: runs each promotion's timed actions (leaderboard publications, entry
+bins closing, multiplier windows, and later draw rounds and jackpots) at their instants on
+the daemon's clock, so simulated, accelerated time drives it exactly like real time.
+
+Each action runs once: a marker in Redis (`fired:{instant}:{action}:{ids}`) is written
+when it has run, and a restarted daemon runs what it missed, in order, late rather than
+never. Handlers are idempotent, so a crash between running and marking only repeats work
+that changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import random
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import cast
+
+from redis.asyncio import Redis
+
+from bonusd.backoff import Backoff, pause
+from bonusd.clock import Clock, sleep_until_or_stop
+from bonusd.keys import Keys
+from bonusd.promotions import Action, Promotion, TimedAction, schedule
+from bonusd.store import REDIS_ERRORS
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[TimedAction], Awaitable[None]]
+# actions whose late run only matters for the newest instance
+COALESCED = frozenset({Action.LEADERBOARD_PUBLISH})
+
+
+class Scheduler:
+    """Drives the timed actions of the site's promotions from a `Clock`."""
+
+    def __init__(
+        self,
+        *,
+        promotions: Sequence[Promotion],
+        clock: Clock,
+        redis: Redis,
+        keys: Keys,
+        handlers: Mapping[Action, Handler],
+    ) -> None:
+        self._promotions = tuple(promotions)
+        self._clock = clock
+        self._redis = redis
+        self._keys = keys
+        self._handlers = dict(handlers)
+        self.fired = 0
+
+    async def timetable(self) -> list[TimedAction]:
+        """Every action of every promotion, in order. Random jackpot times come from a seed
+        kept per promotion in Redis, so a restart sees the same times."""
+        out: list[TimedAction] = []
+        for p in self._promotions:
+            key = f"{self._keys.base}schedule-seed:{p.id}"
+            await self._redis.set(key, secrets.token_hex(16), nx=True)
+            seed = cast(str, await self._redis.get(key))
+            out += schedule(p, rng=random.Random(seed))  # times only; never a winner
+        return sorted(out, key=lambda a: a.sort_key)
+
+    def _superseded(self, action: TimedAction, later: list[TimedAction]) -> bool:
+        """A late publication with a newer one of the same board already due is skipped:
+        publishing today's totals under last week's date would mislead."""
+        if action.action not in COALESCED:
+            return False
+        now = self._clock.now()
+        for nxt in later:
+            if nxt.at > now:
+                return False
+            if nxt.action is action.action and nxt.ids == action.ids:
+                logger.info(
+                    "%s %s skipped: superseded by %s",
+                    action.action.value,
+                    "/".join(action.ids),
+                    nxt.at.isoformat(),
+                )
+                return True
+        return False
+
+    def _marker(self, a: TimedAction) -> str:
+        return f"{self._keys.base}fired:{a.at.isoformat()}:{a.action.value}:{':'.join(a.ids)}"
+
+    async def run(self, stop: asyncio.Event) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                timetable = await self.timetable()
+                break
+            except REDIS_ERRORS as exc:
+                logger.warning("scheduler waits for Redis (%s)", exc)
+                if await pause(stop, backoff.next_delay()):
+                    return
+        actions = [a for a in timetable if a.action in self._handlers]
+        logger.info("scheduler: %d timed action(s) with handlers", len(actions))
+        for n, action in enumerate(actions):
+            if await sleep_until_or_stop(self._clock, action.at, stop):
+                return
+            if self._superseded(action, actions[n + 1 :]):
+                continue
+            backoff.reset()
+            while True:
+                try:
+                    await self._fire(action)
+                    break
+                except REDIS_ERRORS as exc:
+                    logger.warning("%s waits for Redis (%s)", action.action.value, exc)
+                    if await pause(stop, backoff.next_delay()):
+                        return
+
+    async def _fire(self, action: TimedAction) -> None:
+        marker = self._marker(action)
+        if await self._redis.exists(marker):
+            return
+        late = self._clock.now() - action.at
+        if late > dt.timedelta(minutes=1):
+            logger.warning("running %s %s late by %s", action.action, "/".join(action.ids), late)
+        await self._handlers[action.action](action)
+        await self._redis.set(marker, self._clock.now().isoformat())
+        self.fired += 1
+        logger.info("%s %s done", action.action.value, "/".join(action.ids))

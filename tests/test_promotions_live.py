@@ -1,0 +1,188 @@
+"""A scripted week of the Golden Horse promotion driven over MQTT through the daemon;
+standings, leaderboards, activations and the frozen pool read back through the API.
+
+Expectations worked out by hand from the seed (cl. 7, 8) and DOMAIN.md:
+- 3x multiplier on 03 Oct 17h00-22h00 (launch day), all play, slots and tables.
+- Halfway: window 01 Oct 08:00 - 06 Nov 07:59, 20,000 points per side, 1 ticket per
+  1,000 points on each qualified side, +2 per gaming visit once per member if a side
+  qualified; bin closes 07 Nov 19:00.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bonusd.clock import ManualClock
+from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.settings import Settings
+from tests.conftest import PROJECT, SAST, Daemon, running
+from tests.telemetry_helpers import Publisher, event, game, rating
+
+GH = "golden-horse-mega-points-chase"
+MEMBERS = """card,name,tier,app_user,date_of_birth,sms_opt_in,excluded,exclusion_reason,last_visit
+1001,Thandi Mokoena,Q,true,1980-02-01,true,false,,
+1002,Johan Botha,J,false,1975-06-30,false,false,,
+1003,Sipho Ndlovu,A,false,1970-01-01,false,true,self-exclusion,
+"""
+
+
+def at(day: int, hour: int, minute: int = 0) -> dt.datetime:
+    return dt.datetime(2026, 10, day, hour, minute, tzinfo=SAST)
+
+
+@pytest.fixture
+def promotions_dir(tmp_path: Path, site: str) -> Path:
+    """The seed promotion file, moved to this test's site."""
+    folder = tmp_path / "promotions"
+    folder.mkdir()
+    text = (PROJECT / "promotions" / f"{GH}.toml").read_text()
+    (folder / f"{GH}.toml").write_text(text.replace('site = "golden-horse"', f'site = "{site}"'))
+    return folder
+
+
+@pytest.fixture
+def gh_settings(
+    site: str, redis_url: str, broker: LocalMosquitto, promotions_dir: Path
+) -> Settings:
+    return Settings(
+        site=site,
+        redis_url=redis_url,
+        mqtt_url=broker.url,
+        mqtt_client_id=f"bonusd-{site}",
+        http_port=free_port(),
+        promotions=promotions_dir,
+    )
+
+
+@pytest.fixture
+def pub(broker: LocalMosquitto, site: str) -> Iterator[Publisher]:
+    p = Publisher(broker, site)
+    yield p
+    p.close()
+
+
+async def test_scripted_week_standings_and_boards(gh_settings: Settings, pub: Publisher) -> None:
+    clock = ManualClock(at(10, 9))
+    async with running(gh_settings, clock) as d:
+        r = await d.http.post(
+            "/members/import", content=MEMBERS, headers={"content-type": "text/csv"}
+        )
+        assert r.status_code == 200
+        sent = 0
+        # Thandi: 5,000 base points inside the 3x window (= 15,000), 6,000 the next day:
+        # 21,000 slots points, over 20,000 only thanks to the 3x window.
+        sent += pub.egm("EGM-1", event("card_in", "1001", at(3, 17, 59)))
+        sent += pub.egm("EGM-1", *(game("1001", at(3, 18, i), 25000, 1000) for i in range(5)))
+        sent += pub.egm("EGM-1", *(game("1001", at(4, 12, i), 30000, 1500) for i in range(4)))
+        # 07:30 on 06 Oct still belongs to the gaming day of 05 Oct (one visit, not two)
+        sent += pub.table(
+            "RT-1",
+            rating("rating_start", "1001", at(5, 22), 3),
+            rating("rating_update", "1001", at(5, 23), 3, wager_cents=500000, points=5000),
+            rating("rating_end", "1001", at(6, 7, 30), 3, wager_cents=400000, points=4000),
+        )
+        # Johan: 30,000 slots points on one day, outside any multiplier window
+        sent += pub.egm("EGM-2", *(game("1002", at(6, 20, i), 300000, 10000) for i in range(3)))
+        # Sipho is excluded: lots of points, yet no board and no tickets
+        sent += pub.egm("EGM-3", *(game("1003", at(7, 20, i), 900000, 25000) for i in range(4)))
+        await d.wait_committed(sent)
+
+        thandi = await d.get(f"/promotions/{GH}/draws/halfway/standings/1001")
+        assert thandi["sides"]["slots"] == {
+            "points": 21000,
+            "threshold": 20000,
+            "qualified": True,
+            "tickets": 21,
+        }
+        assert thandi["sides"]["tables"]["points"] == 9000
+        assert thandi["sides"]["tables"]["qualified"] is False
+        assert thandi["visits"] == 3  # 03, 04 and 05 Oct (the 07:30 rating end is 05 Oct's)
+        assert thandi["qualified"] is True
+        assert thandi["tickets"] == 21 + 2 * 3
+        assert any("tables" in r and "9,000 of 20,000" in r for r in thandi["reasons"])
+        assert thandi["activated"] is False
+        assert thandi["entries"] == 0
+
+        johan = await d.get(f"/promotions/{GH}/draws/halfway/standings/1002")
+        assert johan["tickets"] == 30 + 2 * 1
+        sipho = await d.get(f"/promotions/{GH}/draws/halfway/standings/1003")
+        assert sipho["tickets"] == 0
+        assert sipho["eligible"] is False
+
+        live = await d.get(f"/promotions/{GH}/draws/halfway/leaderboards/slots?view=live")
+        assert [(e["card"], e["points"]) for e in live["entries"]] == [
+            ("1002", 30000),
+            ("1001", 21000),
+        ]
+        tables = await d.get(f"/promotions/{GH}/draws/halfway/leaderboards/tables?view=live")
+        assert [(e["card"], e["points"]) for e in tables["entries"]] == [("1001", 9000)]
+
+        # the weekly publication (Friday 08:00) comes from the scheduler on the clock
+        clock.set(at(16, 8, 0) + dt.timedelta(seconds=1))
+        board = f"/promotions/{GH}/draws/halfway/leaderboards/slots"
+        async with asyncio.timeout(10):
+            while not str((await d.get(board))["published_at"]).startswith("2026-10-16T06:00"):
+                await asyncio.sleep(0.02)
+        published = await d.get(board)
+        assert [e["card"] for e in published["entries"]] == ["1002", "1001"]
+
+
+async def test_activation_rules_and_frozen_pool(gh_settings: Settings, pub: Publisher) -> None:
+    clock = ManualClock(at(10, 9))
+    async with running(gh_settings, clock) as d:
+        await d.http.post("/members/import", content=MEMBERS, headers={"content-type": "text/csv"})
+        sent = pub.egm("EGM-2", *(game("1002", at(6, 20, i), 300000, 10000) for i in range(3)))
+        sent += pub.egm("EGM-1", *(game("1001", at(7, 20, i), 300000, 10000) for i in range(3)))
+        await d.wait_committed(sent)
+        kiosk = await _token_client(d, "kiosk")
+        url = f"/promotions/{GH}/draws/halfway/activations"
+        early = await kiosk.post(url, json={"card": "1002", "channel": "kiosk"})
+        assert early.status_code == 409
+        assert "activation opens at 08:00 on 07 Nov 2026" in early.json()["detail"]
+
+        clock.set(dt.datetime(2026, 11, 7, 12, 0, tzinfo=SAST))
+        ok = await kiosk.post(url, json={"card": "1002", "channel": "kiosk"})
+        assert ok.status_code == 200, ok.text
+        app = await kiosk.post(url, json={"card": "1001", "channel": "app"})
+        assert app.status_code == 409  # the app registers only while the member plays
+        assert "only while you are playing" in app.json()["detail"]
+        unknown = await kiosk.post(url, json={"card": "7777", "channel": "kiosk"})
+        assert unknown.status_code == 404
+        standing = await d.get(f"/promotions/{GH}/draws/halfway/standings/1002")
+        assert standing["activated"] is True
+        assert standing["entries"] == 32
+
+        clock.set(dt.datetime(2026, 11, 7, 19, 0, 1, tzinfo=SAST))  # the bin closes at 19:00
+        async with asyncio.timeout(10):
+            while True:
+                promo = await d.get(f"/promotions/{GH}")
+                halfway = next(x for x in promo["draws"] if x["id"] == "halfway")
+                if halfway["state"] == "frozen":
+                    break
+                await asyncio.sleep(0.02)
+        pool = await d.service.promotion_store.pool(GH, "halfway")
+        assert pool is not None
+        assert pool.entries(pool.tombolas[0][0]) == {"1002": 32}  # only activated members
+        assert halfway["pool_sha256"] == pool.sha256
+        late = await kiosk.post(url, json={"card": "1001", "channel": "kiosk"})
+        assert late.status_code == 409
+        assert "closed" in late.json()["detail"]
+        await kiosk.aclose()
+
+
+async def _token_client(d: Daemon, role: str) -> object:
+    import httpx
+
+    from bonusd.auth import Role
+
+    issued = await d.service.tokens.issue(
+        role=Role(role), name="t", now=d.service.clock.now(), valid_for=dt.timedelta(days=400)
+    )
+    return httpx.AsyncClient(
+        base_url=str(d.http.base_url), headers={"Authorization": f"Bearer {issued.token}"}
+    )
