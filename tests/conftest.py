@@ -95,6 +95,21 @@ class Daemon:
             while self.service.ingest.committed < n:
                 await asyncio.sleep(0.01)
 
+    async def client(self, role: Role, area: str = "") -> httpx.AsyncClient:
+        """A new HTTP client holding a fresh token of `role` (close it after use)."""
+        issued = await self.service.tokens.issue(
+            role=role,
+            name=f"test {role}",
+            area=area,
+            now=self.service.clock.now(),
+            valid_for=dt.timedelta(days=400),
+        )
+        return httpx.AsyncClient(
+            base_url=str(self.http.base_url),
+            headers={"Authorization": f"Bearer {issued.token}"},
+            timeout=10,
+        )
+
     async def get(self, path: str) -> Any:
         response = await self.http.get(path)
         response.raise_for_status()
@@ -120,8 +135,10 @@ async def running(settings: Settings, clock: ManualClock | None = None) -> Async
                         if (await http.get("/health")).json()["mqtt"] == "connected":
                             break
                     await asyncio.sleep(0.02)
-            yield Daemon(service, http)
-        service.stop()
+            try:
+                yield Daemon(service, http)
+            finally:
+                service.stop()  # a graceful stop, also when the test body failed
 
 
 @pytest.fixture

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from bonusd.auth import Role
 from bonusd.clock import ManualClock
 from bonusd.localservices import LocalMosquitto, free_port
 from bonusd.settings import Settings
-from tests.conftest import PROJECT, SAST, Daemon, running
+from tests.conftest import PROJECT, SAST, running
 from tests.telemetry_helpers import Publisher, event, game, rating
 
 GH = "golden-horse-mega-points-chase"
@@ -139,7 +140,7 @@ async def test_activation_rules_and_frozen_pool(gh_settings: Settings, pub: Publ
         sent = pub.egm("EGM-2", *(game("1002", at(6, 20, i), 300000, 10000) for i in range(3)))
         sent += pub.egm("EGM-1", *(game("1001", at(7, 20, i), 300000, 10000) for i in range(3)))
         await d.wait_committed(sent)
-        kiosk = await _token_client(d, "kiosk")
+        kiosk = await d.client(Role.KIOSK)
         url = f"/promotions/{GH}/draws/halfway/activations"
         early = await kiosk.post(url, json={"card": "1002", "channel": "kiosk"})
         assert early.status_code == 409
@@ -173,16 +174,3 @@ async def test_activation_rules_and_frozen_pool(gh_settings: Settings, pub: Publ
         assert late.status_code == 409
         assert "closed" in late.json()["detail"]
         await kiosk.aclose()
-
-
-async def _token_client(d: Daemon, role: str) -> object:
-    import httpx
-
-    from bonusd.auth import Role
-
-    issued = await d.service.tokens.issue(
-        role=Role(role), name="t", now=d.service.clock.now(), valid_for=dt.timedelta(days=400)
-    )
-    return httpx.AsyncClient(
-        base_url=str(d.http.base_url), headers={"Authorization": f"Bearer {issued.token}"}
-    )

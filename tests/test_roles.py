@@ -43,24 +43,11 @@ def _url(path: str) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: SAMPLE[m.group(1)], path)
 
 
-async def _client(d: Daemon, role: Role, **kw: object) -> httpx.AsyncClient:
-    issued = await d.service.tokens.issue(
-        role=role,
-        name=f"{role} test",
-        now=d.service.clock.now(),
-        valid_for=dt.timedelta(days=1),
-        **kw,  # type: ignore[arg-type]
-    )
-    return httpx.AsyncClient(
-        base_url=str(d.http.base_url), headers={"Authorization": f"Bearer {issued.token}"}
-    )
-
-
 async def test_every_route_is_guarded_or_public(daemon: Daemon) -> None:
     routes = _routes(daemon)
     assert len(routes) >= 13
     anonymous = httpx.AsyncClient(base_url=str(daemon.http.base_url))
-    clients = {role: await _client(daemon, role) for role in Role}
+    clients = {role: await daemon.client(role) for role in Role}
     try:
         for method, path, roles in routes:
             if (method, path) in PUBLIC or path.startswith(("/docs", "/openapi", "/redoc")):
