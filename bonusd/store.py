@@ -196,7 +196,7 @@ class FloorStore:
 
     async def stats(self) -> dict[str, int]:
         raw = await self._hash(self.keys.stats)
-        return {k: int(v) for k, v in raw.items()}
+        return {k: int(v) for k, v in raw.items() if v.lstrip("-").isdigit()}
 
 
 def _session(card: str, raw: dict[str, str]) -> dict[str, Any]:
