@@ -21,11 +21,13 @@ run: services
 	@.venv/bin/bonusd run
 
 ## The whole default test suite (real Redis, real Mosquitto started by the tests).
-test: services
+test: setup
+	@scripts/ensure-services.sh --with-test-tools
 	@.venv/bin/pytest -m "not slow" $(PYTEST_ARGS)
 
 ## Long-running tests (soak, full rehearsal).
-test-slow: services
+test-slow: setup
+	@scripts/ensure-services.sh --with-test-tools
 	@.venv/bin/pytest -m slow $(PYTEST_ARGS)
 
 lint: setup
@@ -38,7 +40,8 @@ format: setup
 	@.venv/bin/ruff check --fix .
 
 ## Ingest throughput and latency against a bare aiomqtt consumer (see docs/benchmarks.md).
-bench-ingest: services
+bench-ingest: setup
+	@scripts/ensure-services.sh --with-test-tools
 	@$(PY) loadtests/bench_ingest.py $(BENCH_ARGS)
 
 clean:

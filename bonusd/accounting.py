@@ -7,9 +7,10 @@ ties), and the points to the draw's live leaderboard. Multipliers are judged by 
 own event time and never change base points. Eligibility (tiers, exclusions, age) is not
 judged here but when standings are read, so an exclusion takes effect at once.
 
-This module is pure: it turns a `FloorEvent` into store operations (see `floor.py`).
+This module is pure: it describes a `FloorEvent`'s effects (see `effects.py`).
 
-    pw:{promotion}:{draw}:{card}              hash  {side}_points, {side}_plays, {side}_reached
+    pw:{promotion}:{draw}:{card}              hash  {side}_points, {side}_plays, {side}_reached,
+                                                    {side}_visits, visits (distinct days)
     pwd:{promotion}:{draw}:{card}:{side|any}  set   gaming days with play on that side
     lb:{promotion}:{draw}:{side}              zset  live leaderboard, score = window points
     pm:{promotion}:{draw}                     set   members with play in the window
@@ -20,23 +21,34 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
-from bonusd.promotions import Promotion, Side
-from bonusd.promotions.multipliers import MultiplierWindow, multiplied, multiplier_windows
-from bonusd.promotions.timing import EarningWindow, earning_window
+from bonusd.effects import Effects
+from bonusd.promotions import Promotion
+from bonusd.promotions.multipliers import multiplied, multiplier_windows
+from bonusd.promotions.timing import earning_window
 from bonusd.telemetry import FloorEvent
 
 PLAY_TYPES = frozenset({"game", "rating_start", "rating_update", "rating_end"})
 
 
 @dataclass(frozen=True, slots=True)
-class _Counted:
-    promotion: str
-    draw: str
-    window: EarningWindow
+class _Window:
+    """A multiplier window in epoch milliseconds, for the hot path."""
+
     opens_ms: int
     closes_ms: int
-    multipliers: tuple[MultiplierWindow, ...]
+    sides: frozenset[str]
+    factor: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class _Indexed:
+    """One promotion: its multiplier windows and its draws' earning windows, in ms."""
+
+    promotion: str
+    multipliers: tuple[_Window, ...]
+    draws: tuple[tuple[str, int, int], ...]  # (draw id, opens ms, closes ms)
 
 
 class PromotionBook:
@@ -44,41 +56,48 @@ class PromotionBook:
 
     def __init__(self, promotions: Sequence[Promotion]) -> None:
         self.promotions = tuple(promotions)
-        counted = []
+        indexed = []
         for p in self.promotions:
-            windows = multiplier_windows(p)
+            windows = tuple(
+                _Window(_ms(w.opens), _ms(w.closes), frozenset(str(s) for s in w.sides), w.factor)
+                for w in multiplier_windows(p)
+            )
+            draws = []
             for draw in p.draw_list:
                 w = earning_window(p, draw)
-                counted.append(_Counted(p.id, draw.id, w, _ms(w.opens), _ms(w.closes), windows))
-        self._counted = tuple(counted)
-        self.first_ms = min((c.opens_ms for c in counted), default=0)
-        self.last_ms = max((c.closes_ms for c in counted), default=0)
+                draws.append((draw.id, _ms(w.opens), _ms(w.closes)))
+            indexed.append(_Indexed(p.id, windows, tuple(draws)))
+        self._indexed = tuple(indexed)
+        spans = [(o, c) for i in indexed for _, o, c in i.draws]
+        self.first_ms = min((o for o, _ in spans), default=0)
+        self.last_ms = max((c for _, c in spans), default=0)
 
-    def operations(self, event: FloorEvent) -> list[str]:
-        """The promotion operations of one event (empty when it counts for no draw)."""
-        if event.type not in PLAY_TYPES or not self.first_ms <= event.ts_ms < self.last_ms:
-            return []
-        side = Side.SLOTS if event.kind == "egm" else Side.TABLES
-        instant: dt.datetime | None = None
-        ops: list[str] = []
-        for c in self._counted:
-            if not c.opens_ms <= event.ts_ms < c.closes_ms:
-                continue
-            if instant is None:
-                instant = dt.datetime.fromtimestamp(event.ts_ms / 1000, dt.UTC)
-            factor = next((w.factor for w in c.multipliers if w.applies(instant, side)), None)
-            gained = multiplied(event.points, factor) if factor else event.points
-            head = f"{c.promotion}:{c.draw}"
-            member = f"pw:{head}:{event.card}"
-            days = f"pwd:{head}:{event.card}"
-            ops += ["H", member, f"{side}_plays", "1"]
-            ops += ["S", f"{days}:{side}", event.gaming_day, "S", f"{days}:any", event.gaming_day]
-            ops += ["S", f"pm:{head}", event.card]
-            if gained:
-                ops += ["H", member, f"{side}_points", str(gained)]
-                ops += ["HMAX", member, f"{side}_reached", str(event.ts_ms)]
-                ops += ["Z", f"lb:{head}:{side}", event.card, str(gained)]
-        return ops
+    def describe(self, event: FloorEvent, fx: Effects) -> None:
+        """Add the promotion effects of one event to `fx` (none outside every window)."""
+        ts = event.ts_ms
+        if event.type not in PLAY_TYPES or not self.first_ms <= ts < self.last_ms:
+            return
+        side = "slots" if event.kind == "egm" else "tables"
+        for promo in self._indexed:
+            gained = event.points
+            for w in promo.multipliers:
+                if w.opens_ms <= ts < w.closes_ms and side in w.sides:
+                    gained = multiplied(event.points, w.factor)
+                    break
+            for draw_id, opens_ms, closes_ms in promo.draws:
+                if not opens_ms <= ts < closes_ms:
+                    continue
+                head = f"{promo.promotion}:{draw_id}"
+                member = f"pw:{head}:{event.card}"
+                days = f"pwd:{head}:{event.card}"
+                fx.incr(member, f"{side}_plays", 1)
+                fx.add_counted(f"{days}:{side}", event.gaming_day, member, f"{side}_visits")
+                fx.add_counted(f"{days}:any", event.gaming_day, member, "visits")
+                fx.add(f"pm:{head}", event.card)
+                if gained:
+                    fx.incr(member, f"{side}_points", gained)
+                    fx.maximum(member, f"{side}_reached", ts)
+                    fx.score(f"lb:{head}:{side}", event.card, gained)
 
 
 def _ms(instant: dt.datetime) -> int:

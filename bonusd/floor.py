@@ -1,16 +1,11 @@
-"""Floor rules: what one telemetry event does to the live floor, as a list of operations.
+"""Floor rules: what one telemetry event does to the live floor.
 
-This module is pure: it turns a `FloorEvent` into the operations the store applies
-atomically (one Lua script call per batch). The stateful part of sessions (who is where,
-moves, stale events) lives in the script because it must read and write in one step;
-what each event type *means* is decided here.
+This module is pure: it describes an event's effects on an `Effects` object, which the
+store writes atomically for a whole batch. The stateful part of sessions (who is where,
+moves, stale events) is applied in order by the store's script, because it must read and
+write in one step; what each event type *means* is decided here.
 
-Operation tokens (keys are relative to the site's key base):
-    H key field n           HINCRBY
-    HS key field value      HSET
-    HMAX key field value    HSET if the field is absent or smaller
-    Z key member n          ZINCRBY
-    S key member            SADD
+Session moves (in event order):
     IN kind slot area ts    card in at `slot` (device, or device#seat at a table)
     P kind slot area ts     rated play at `slot` (implies card in if not there yet)
     OUT slot ts             card out / rating end at `slot`
@@ -18,6 +13,7 @@ Operation tokens (keys are relative to the site's key base):
 
 from __future__ import annotations
 
+from bonusd.effects import Effects
 from bonusd.telemetry import FloorEvent
 
 HOUR_MS = 3_600_000
@@ -33,37 +29,31 @@ def dedup_bucket(event: FloorEvent) -> int:
     return event.ts_ms // HOUR_MS
 
 
-def operations(event: FloorEvent) -> list[str]:
-    """The operations applying `event`, in order, as flat string tokens."""
+def describe(event: FloorEvent, fx: Effects) -> None:
+    """Add the floor effects of `event` to `fx`."""
     slot = slot_of(event)
     ts = str(event.ts_ms)
-    ops: list[str] = []
+    fx.cards.add(event.card)
     if event.type in ("card_in", "rating_start"):
-        ops += ["IN", event.kind, slot, event.area, ts]
+        fx.session(event.card, "IN", event.kind, slot, event.area, ts)
     if event.type in ("game", "rating_start", "rating_update", "rating_end"):
-        ops += ["P", event.kind, slot, event.area, ts]
-        ops += _day_totals(event)
+        fx.session(event.card, "P", event.kind, slot, event.area, ts)
+        _day_totals(event, fx)
     if event.type in ("card_out", "rating_end"):
-        ops += ["OUT", slot, ts]
-    return ops
+        fx.session(event.card, "OUT", slot, ts)
 
 
-def _day_totals(event: FloorEvent) -> list[str]:
+def _day_totals(event: FloorEvent, fx: Effects) -> None:
     """Gaming-day totals: slots and tables points and spend are kept apart, never summed."""
-    day_key = f"day:{event.gaming_day}:{event.card}"
+    day = f"day:{event.gaming_day}:{event.card}"
     side = "slots" if event.kind == "egm" else "tables"
-    ops = ["S", f"visits:{event.gaming_day}", event.card]
-    ops += ["S", f"mdays:{event.card}", event.gaming_day]
-    if event.points:
-        ops += ["H", day_key, f"{side}_points", str(event.points)]
-    if event.wager_cents:
-        ops += ["H", day_key, "spend_cents", str(event.wager_cents)]
-        ops += ["H", day_key, f"{side}_spend_cents", str(event.wager_cents)]
-    if event.win_cents:
-        ops += ["H", day_key, "win_cents", str(event.win_cents)]
+    fx.add(f"visits:{event.gaming_day}", event.card)
+    fx.incr(day, f"{side}_points", event.points)
+    fx.incr(day, "spend_cents", event.wager_cents)
+    fx.incr(day, f"{side}_spend_cents", event.wager_cents)
+    fx.incr(day, "win_cents", event.win_cents)
     if event.type == "game":
-        ops += ["H", day_key, "games", "1"]
+        fx.incr(day, "games", 1)
     elif event.type == "rating_start":
-        ops += ["H", day_key, "ratings", "1"]
-    ops += ["HS", day_key, "visit", "1"]
-    return ops
+        fx.incr(day, "ratings", 1)
+    fx.put(day, "visit", "1")

@@ -7,6 +7,7 @@ its own working folder, with the broker configuration shipped in deploy/mosquitt
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import shutil
 import signal
@@ -19,7 +20,16 @@ from types import TracebackType
 from bonusd.errors import ServiceUnavailableError
 
 BROKER_CONF = Path(__file__).resolve().parent.parent / "deploy" / "mosquitto" / "bonusd.conf"
-_OWN_LINES = ("listener", "port", "persistence_location", "log_dest", "pid_file", "bind_address")
+_OWN_LINES = (
+    "listener",
+    "port",
+    "persistence_location",
+    "log_dest",
+    "pid_file",
+    "bind_address",
+    "user",
+    "include_dir",
+)
 
 
 def free_port() -> int:
@@ -111,6 +121,8 @@ class LocalMosquitto(_Process):
             if not line.strip().startswith(_OWN_LINES)
         ]
         lines += [
+            # as root, mosquitto would switch to its own user and fail to write here
+            f"user {getpass.getuser()}",
             f"listener {self.port} 127.0.0.1",
             f"persistence_location {self.workdir}{os.sep}",
             f"log_dest file {self.log_path}",

@@ -58,6 +58,23 @@ def _ms_instant(raw: str | None) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(int(raw) / 1000, dt.UTC) if raw else None
 
 
+def _stats(h: dict[str, str], since: dt.date | None) -> MemberWindowStats:
+    def side(name: str) -> SideStats:
+        return SideStats(
+            points=int(h.get(f"{name}_points", 0)),
+            visits=int(h.get(f"{name}_visits", 0)),
+            plays=int(h.get(f"{name}_plays", 0)),
+            reached_at=_ms_instant(h.get(f"{name}_reached")),
+        )
+
+    return MemberWindowStats(
+        slots=side("slots"),
+        tables=side("tables"),
+        visits=int(h.get("visits", 0)),
+        telemetry_since=since,
+    )
+
+
 class PromotionStore:
     """The live promotions of one site."""
 
@@ -104,34 +121,9 @@ class PromotionStore:
         since_day = dt.date.fromisoformat(since) if since else None
         async with self.redis.pipeline(transaction=False) as pipe:
             for card in cards:
-                head = self._k("pw", p.id, draw.id, card)
-                days = self._k("pwd", p.id, draw.id, card)
-                pipe.hgetall(head)
-                pipe.scard(f"{days}:slots")
-                pipe.scard(f"{days}:tables")
-                pipe.scard(f"{days}:any")
-            raw = await pipe.execute()
-        out = []
-        for i in range(len(cards)):
-            h, slots_days, tables_days, any_days = raw[4 * i : 4 * i + 4]
-
-            def side(name: str, visits: int, h: dict[str, str] = h) -> SideStats:
-                return SideStats(
-                    points=int(h.get(f"{name}_points", 0)),
-                    visits=visits,
-                    plays=int(h.get(f"{name}_plays", 0)),
-                    reached_at=_ms_instant(h.get(f"{name}_reached")),
-                )
-
-            out.append(
-                MemberWindowStats(
-                    slots=side("slots", slots_days),
-                    tables=side("tables", tables_days),
-                    visits=any_days,
-                    telemetry_since=since_day,
-                )
-            )
-        return out
+                pipe.hgetall(self._k("pw", p.id, draw.id, card))
+            raw: list[dict[str, str]] = await pipe.execute()
+        return [_stats(h, since_day) for h in raw]
 
     async def standing(self, promotion_id: str, draw_id: str, card: str) -> Standing:
         p, draw = self.draw(promotion_id, draw_id)

@@ -17,7 +17,8 @@ import redis.exceptions
 from redis.asyncio import Redis
 
 from bonusd.accounting import PromotionBook
-from bonusd.floor import dedup_bucket, operations
+from bonusd.effects import Effects
+from bonusd.floor import dedup_bucket, describe
 from bonusd.keys import Keys
 from bonusd.registry import Device, Member
 from bonusd.telemetry import FloorEvent, Reason
@@ -84,11 +85,7 @@ class FloorStore:
     # -- writes ---------------------------------------------------------------------------
 
     async def apply_batch(self, events: list[FloorEvent], dead: list[DeadLetter]) -> BatchResult:
-        """Apply `events` and record `dead` in one atomic step; duplicates are skipped."""
-        book = self.book
-        batch = [
-            [e.id, str(dedup_bucket(e)), e.card, operations(e) + book.operations(e)] for e in events
-        ]
+        """Apply `events` and record `dead` in one atomic step; each event id applies once."""
         letters = [
             [
                 d.reason.value,
@@ -99,16 +96,34 @@ class FloorStore:
             ]
             for d in dead
         ]
-        args: list[str | bytes] = [
-            self.keys.base,
-            self._dedup_ttl,
-            self._dl_maxlen,
-            _json.encode(batch),
-            _json.encode(letters),
-        ]
-        status: str = await self._apply(keys=[self.keys.stats], args=args)
-        applied = status.count("1")
-        return BatchResult(applied, len(events) - applied, len(dead))
+        fresh: list[FloorEvent] = []
+        seen: set[str] = set()
+        for e in events:  # the same id twice in one batch: the second is a duplicate
+            if e.id not in seen:
+                seen.add(e.id)
+                fresh.append(e)
+        while True:
+            fx = Effects()
+            for e in fresh:
+                describe(e, fx)
+                self.book.describe(e, fx)
+            ids = [[e.id, str(dedup_bucket(e))] for e in fresh]
+            args: list[str | bytes] = [
+                self.keys.base,
+                self._dedup_ttl,
+                self._dl_maxlen,
+                _json.encode(ids),
+                _json.encode(fx.payload()),
+                _json.encode(letters),
+                str(len(events) - len(fresh)),
+            ]
+            reply = await self._apply(keys=[self.keys.stats], args=args)
+            if reply[0] == "ok":
+                break
+            # some were applied before (redelivery): drop them and apply the rest
+            repeated = {int(n) - 1 for n in reply[1:]}
+            fresh = [e for n, e in enumerate(fresh) if n not in repeated]
+        return BatchResult(len(fresh), len(events) - len(fresh), len(dead))
 
     async def sweep_idle(
         self, now: dt.datetime, idle_timeout_s: int, limit: int = 500

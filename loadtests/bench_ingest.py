@@ -30,7 +30,9 @@ from pathlib import Path
 
 import aiomqtt
 import msgspec
+import paho.mqtt.client as mqtt
 import redis
+from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from rich.console import Console
@@ -82,8 +84,16 @@ def _queue_events(port: int, site: str, n: int, workdir: Path) -> None:
         with path.open("rb") as stdin:
             procs.append(
                 subprocess.Popen(
-                    ["mosquitto_pub", "-p", str(port), "-q", "1", "-l", "-t",
-                     f"bonusd/{site}/egm/EGM-{d}/events"],
+                    [
+                        "mosquitto_pub",
+                        "-p",
+                        str(port),
+                        "-q",
+                        "1",
+                        "-l",
+                        "-t",
+                        f"bonusd/{site}/egm/EGM-{d}/events",
+                    ],
                     stdin=stdin,
                 )
             )
@@ -143,9 +153,6 @@ async def _bonusd(settings: Settings, n: int) -> tuple[float, int]:
 
 
 def _paced_publisher(port: int, site: str, rate: int, seconds: float) -> None:
-    import paho.mqtt.client as mqtt
-    from paho.mqtt.enums import CallbackAPIVersion
-
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"pace-{site}")
     client.max_inflight_messages_set(2000)
     client.connect("127.0.0.1", port)
@@ -208,7 +215,9 @@ def _cleanup(redis_url: str, sites: list[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rate", type=int, default=3300)
@@ -240,7 +249,12 @@ def main() -> None:
             site = f"bench{uuid.uuid4().hex[:8]}"
             sites.append(site)
             lat = asyncio.run(
-                _latency(_settings(broker.port, site, args.redis_url), broker.port, args.rate, args.seconds)
+                _latency(
+                    _settings(broker.port, site, args.redis_url),
+                    broker.port,
+                    args.rate,
+                    args.seconds,
+                )
             )
         finally:
             _cleanup(args.redis_url, sites)

@@ -268,9 +268,10 @@ def publish_lines(port: int, topic: str, lines: list[str]) -> int:
         # the broker's doing, not the publisher's). Stay below 65,535 lines:
         # mosquitto_pub 2.0.11 -l quits early when message IDs wrap.
         assert len(lines) < 65_535
+        cmd = [MOSQUITTO_PUB, "-h", "127.0.0.1", "-p", str(port), "-V", "5"]
+        cmd += ["-i", "bonusd-test-pub", "-q", "1", "-t", topic, "-l", "-d"]
         result = subprocess.run(
-            [MOSQUITTO_PUB, "-h", "127.0.0.1", "-p", str(port), "-V", "5",
-             "-i", "bonusd-test-pub", "-q", "1", "-t", topic, "-l", "-d"],
+            cmd,
             input="".join(f"{line}\n" for line in lines).encode(),
             capture_output=True,
             timeout=60,
@@ -288,8 +289,9 @@ def publish_lines(port: int, topic: str, lines: list[str]) -> int:
         if acked == len(lines):
             done.set()
 
-    pub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="bonusd-test-pub",
-                      protocol=mqtt.MQTTv5)
+    pub = mqtt.Client(
+        mqtt.CallbackAPIVersion.VERSION2, client_id="bonusd-test-pub", protocol=mqtt.MQTTv5
+    )
     pub.on_publish = on_publish
     pub.max_inflight_messages_set(100)
     pub.connect("127.0.0.1", port)
@@ -350,8 +352,10 @@ def run_offline_backlog_scenario(root: Path, policy: Path, n: int) -> BacklogRes
 
 def test_bonusd_conf_keeps_full_offline_backlog_across_restart(tmp_path: Path) -> None:
     res = run_offline_backlog_scenario(tmp_path, BONUSD_CONF, BACKLOG)
-    print(f"bonusd.conf: broker acked {res.published_acked}, "
-          f"subscriber received {len(res.received)} of {BACKLOG} after restart")
+    print(
+        f"bonusd.conf: broker acked {res.published_acked}, "
+        f"subscriber received {len(res.received)} of {BACKLOG} after restart"
+    )
 
     assert res.published_acked == BACKLOG
     assert res.session_present is True, "persistent session was lost across restart"
@@ -369,8 +373,10 @@ def test_default_queue_limit_drops_silently(tmp_path: Path) -> None:
     baseline.write_text("allow_anonymous true\npersistence true\n")
 
     res = run_offline_backlog_scenario(tmp_path / "broker", baseline, BACKLOG)
-    print(f"defaults: broker acked {res.published_acked}, "
-          f"subscriber received {len(res.received)} of {BACKLOG} after restart")
+    print(
+        f"defaults: broker acked {res.published_acked}, "
+        f"subscriber received {len(res.received)} of {BACKLOG} after restart"
+    )
 
     # The publisher got a PUBACK for every message...
     assert res.published_acked == BACKLOG
@@ -393,30 +399,41 @@ def test_inflight_window_v5_receive_maximum(tmp_path: Path) -> None:
 
     with running_broker(tmp_path, BONUSD_CONF) as broker:
         clients = {
-            "no-receive-max": Subscriber(broker.port, "rm-none", clean_start=True,
-                                         session_expiry=None, manual_ack=True),
-            "receive-max-small": Subscriber(broker.port, "rm-small", clean_start=True,
-                                            session_expiry=None, receive_max=small,
-                                            manual_ack=True),
-            "receive-max-large": Subscriber(broker.port, "rm-large", clean_start=True,
-                                            session_expiry=None, receive_max=large,
-                                            manual_ack=True),
+            "no-receive-max": Subscriber(
+                broker.port, "rm-none", clean_start=True, session_expiry=None, manual_ack=True
+            ),
+            "receive-max-small": Subscriber(
+                broker.port,
+                "rm-small",
+                clean_start=True,
+                session_expiry=None,
+                receive_max=small,
+                manual_ack=True,
+            ),
+            "receive-max-large": Subscriber(
+                broker.port,
+                "rm-large",
+                clean_start=True,
+                session_expiry=None,
+                receive_max=large,
+                manual_ack=True,
+            ),
         }
         try:
             for c in clients.values():
                 c.subscribe("w/#", qos=1)
             acked = publish_lines(broker.port, "w/x", [str(i) for i in range(total)])
             assert acked == total
-            windows = {
-                name: c.wait_for(total, idle=0.5, timeout=10) for name, c in clients.items()
-            }
+            windows = {name: c.wait_for(total, idle=0.5, timeout=10) for name, c in clients.items()}
             connack = clients["no-receive-max"].connack_props
         finally:
             for c in clients.values():
                 c.close()
 
-    print(f"max_inflight_messages={conf_window}: unacked deliveries per client {windows}; "
-          f"CONNACK properties {connack}")
+    print(
+        f"max_inflight_messages={conf_window}: unacked deliveries per client {windows}; "
+        f"CONNACK properties {connack}"
+    )
     # A v5 client that does not send Receive Maximum gets max_inflight_messages.
     assert windows["no-receive-max"] == conf_window
     # A v5 client that sends it gets its own value, smaller or LARGER than the config.

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bonusd.clock import GamingCalendar
-from bonusd.floor import operations
+from bonusd.effects import Effects
+from bonusd.floor import describe
 from bonusd.telemetry import DecodeLimits, FloorEvent, Reason, Rejection, TelemetryDecoder
 
 JHB = ZoneInfo("Africa/Johannesburg")
@@ -144,8 +145,22 @@ def test_operations_keep_slots_and_tables_apart() -> None:
     )
     assert isinstance(egm, FloorEvent)
     assert isinstance(table, FloorEvent)
-    assert "slots_points" in operations(egm)
-    assert "tables_points" not in operations(egm)
-    assert "tables_points" in operations(table)
-    assert "slots_points" not in operations(table)
-    assert "T1#3" in operations(table)  # a table player sits at a seat
+    slots, tables = Effects(), Effects()
+    describe(egm, slots)
+    describe(table, tables)
+    assert {f for _, f in slots.increments} >= {"slots_points", "slots_spend_cents"}
+    assert not any(f.startswith("tables_") for _, f in slots.increments)
+    assert {f for _, f in tables.increments} >= {"tables_points", "tables_spend_cents"}
+    assert not any(f.startswith("slots_") for _, f in tables.increments)
+    assert tables.sessions[0][3] == "T1#3"  # a table player sits at a seat
+
+
+def test_effects_merge_a_batch() -> None:
+    fx = Effects()
+    for n in range(3):
+        ev = DEC.decode(EGM, _game(id=f"g{n}", points=5, wager_cents=100), NOW)
+        assert isinstance(ev, FloorEvent)
+        describe(ev, fx)
+    day = ("day:2026-10-03:7001", "slots_points")
+    assert fx.increments[day] == 15  # three games, one increment
+    assert len(fx.sessions) == 3  # session moves stay per event, in order

@@ -1,33 +1,73 @@
--- Apply one batch of telemetry events and dead letters to a site's floor, atomically.
+-- Apply one batch of telemetry to a site's floor, atomically and exactly once.
 -- KEYS[1]  the site's stats hash (routes the call to the site's shard)
--- ARGV     base, dedup_ttl_s, deadletter_maxlen, events_json, dead_json
---          events_json: [[id, bucket, card, [tokens...]], ...]   (see bonusd/floor.py)
---          dead_json:   [[reason, topic, payload, detail, arrived_ms], ...]
--- (Two JSON arguments instead of thousands of small ones: packing many arguments costs
--- the client far more than cjson.decode costs the server.)
--- Returns  a string with one character per event: "1" applied, "0" duplicate.
+-- ARGV     base, dedup_ttl_s, deadletter_maxlen, ids_json, effects_json, dead_json,
+--          duplicates (how many of the batch's messages the caller already dropped)
+--          ids_json:     [[event id, dedup hour bucket], ...]
+--          effects_json: the merged effects of those events (bonusd/effects.py)
+--          dead_json:    [[reason, topic, payload, detail, arrived_ms], ...]
+-- Returns  {"dup", i, ...}   nothing written: events i (1-based) were applied before;
+--                            the caller drops them and calls again
+--          {"ok", n}         all n events and the dead letters were applied
+-- The effects are merged per batch by the caller, so they are valid only if every event
+-- in the batch is new: hence the check first, and no write at all when it fails.
 local base = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local maxlen = ARGV[3]
-local events = cjson.decode(ARGV[4])
-local deadletters = cjson.decode(ARGV[5])
-local status = {}
-local applied, dups = 0, 0
-local expired = {}
+local ids = cjson.decode(ARGV[4])
+local fx = cjson.decode(ARGV[5])
+local dead = cjson.decode(ARGV[6])
+local duplicates = tonumber(ARGV[7])
 
-local function end_session(card, sess)
-  -- sess: {device=..., kind=..., area=...}; removes every index of the session
-  redis.call('ZREM', base .. 'active:' .. sess.kind .. ':' .. sess.area, card)
-  redis.call('ZREM', base .. 'lastseen', card)
-  local at = base .. 'at:' .. sess.slot
-  if redis.call('GET', at) == card then redis.call('DEL', at) end
-  redis.call('DEL', base .. 'session:' .. card)
+local dups = {}
+for i, pair in ipairs(ids) do
+  if redis.call('SISMEMBER', base .. 'seen:' .. pair[2], pair[1]) == 1 then
+    dups[#dups + 1] = i
+  end
+end
+if #dups > 0 then
+  table.insert(dups, 1, 'dup')
+  return dups
 end
 
+local expired = {}
+for _, pair in ipairs(ids) do
+  local seen = base .. 'seen:' .. pair[2]
+  redis.call('SADD', seen, pair[1])
+  if not expired[seen] then
+    redis.call('EXPIRE', seen, ttl)
+    expired[seen] = true
+  end
+end
+for _, card in ipairs(fx.CARDS) do
+  if redis.call('SISMEMBER', base .. 'members', card) == 0 then
+    redis.call('SADD', base .. 'unregistered', card)
+  end
+end
+
+-- sessions, in event order, with each player's session cached for the batch
+local sess = {}   -- card -> session table, or false when known to have none
+local dirty = {}  -- card -> true when a cached session's times changed
+
 local function load_session(card)
-  local v = redis.call('HMGET', base .. 'session:' .. card, 'slot', 'kind', 'area', 'last_seen')
-  if not v[1] then return nil end
-  return {slot = v[1], kind = v[2], area = v[3], last_seen = tonumber(v[4])}
+  local s = sess[card]
+  if s ~= nil then return s or nil end
+  local v = redis.call('HMGET', base .. 'session:' .. card,
+    'slot', 'kind', 'area', 'last_seen', 'last_play')
+  if not v[1] then sess[card] = false; return nil end
+  s = {slot = v[1], kind = v[2], area = v[3],
+       last_seen = tonumber(v[4]) or 0, last_play = tonumber(v[5]) or 0}
+  sess[card] = s
+  return s
+end
+
+local function end_session(card, s)
+  redis.call('ZREM', base .. 'active:' .. s.kind .. ':' .. s.area, card)
+  redis.call('ZREM', base .. 'lastseen', card)
+  local at = base .. 'at:' .. s.slot
+  if redis.call('GET', at) == card then redis.call('DEL', at) end
+  redis.call('DEL', base .. 'session:' .. card)
+  sess[card] = false
+  dirty[card] = nil
 end
 
 local function resolve_area(slot, given)
@@ -39,15 +79,15 @@ local function resolve_area(slot, given)
 end
 
 local function start_session(card, kind, slot, area, ts)
-  local sess = load_session(card)
-  if sess then
-    if ts < sess.last_seen then return false end  -- stale: a newer event placed the card
-    end_session(card, sess)
+  local s = load_session(card)
+  if s then
+    if ts < s.last_seen then return false end  -- stale: a newer event placed the card
+    end_session(card, s)
   end
   local other = redis.call('GET', base .. 'at:' .. slot)
   if other and other ~= card then
-    local osess = load_session(other)
-    if osess and osess.slot == slot then end_session(other, osess) end
+    local o = load_session(other)
+    if o and o.slot == slot then end_session(other, o) end
   end
   area = resolve_area(slot, area)
   local device = string.match(slot, '^([^#]+)')
@@ -58,82 +98,61 @@ local function start_session(card, kind, slot, area, ts)
   redis.call('SADD', base .. 'active-index', 'active:' .. kind .. ':' .. area)
   redis.call('SET', base .. 'at:' .. slot, card)
   redis.call('ZADD', base .. 'lastseen', ts, card)
+  sess[card] = {slot = slot, kind = kind, area = area, last_seen = ts, last_play = 0}
   return true
 end
 
-for _, ev in ipairs(events) do
-  local id, bucket, card, t = ev[1], ev[2], ev[3], ev[4]
-  local seen = base .. 'seen:' .. bucket
-  if redis.call('SADD', seen, id) == 0 then
-    dups = dups + 1
-    status[#status + 1] = '0'
+for _, t in ipairs(fx.SESS) do
+  local card, op = t[1], t[2]
+  if op == 'IN' then
+    start_session(card, t[3], t[4], t[5], tonumber(t[6]))
+  elseif op == 'P' then
+    local kind, slot, area, ts = t[3], t[4], t[5], tonumber(t[6])
+    local s = load_session(card)
+    local here = s and s.slot == slot
+    if not here then here = start_session(card, kind, slot, area, ts) end
+    if here then
+      s = sess[card]
+      if ts > s.last_play then s.last_play = ts; dirty[card] = true end
+      if ts > s.last_seen then s.last_seen = ts; dirty[card] = true end
+    end
+  elseif op == 'OUT' then
+    local slot, ts = t[3], tonumber(t[4])
+    local s = load_session(card)
+    if s and s.slot == slot and ts >= s.last_seen then end_session(card, s) end
   else
-    if not expired[seen] then
-      redis.call('EXPIRE', seen, ttl)
-      expired[seen] = true
-    end
-    applied = applied + 1
-    status[#status + 1] = '1'
-    if redis.call('SISMEMBER', base .. 'members', card) == 0 then
-      redis.call('SADD', base .. 'unregistered', card)
-    end
-    local i, stop = 1, #t
-    while i <= stop do
-      local op = t[i]
-      if op == 'H' then
-        redis.call('HINCRBY', base .. t[i + 1], t[i + 2], t[i + 3])
-        i = i + 4
-      elseif op == 'HS' then
-        redis.call('HSET', base .. t[i + 1], t[i + 2], t[i + 3])
-        i = i + 4
-      elseif op == 'Z' then
-        redis.call('ZINCRBY', base .. t[i + 1], t[i + 3], t[i + 2])
-        i = i + 4
-      elseif op == 'HMAX' then
-        local cur = tonumber(redis.call('HGET', base .. t[i + 1], t[i + 2]))
-        if not cur or tonumber(t[i + 3]) > cur then
-          redis.call('HSET', base .. t[i + 1], t[i + 2], t[i + 3])
-        end
-        i = i + 4
-      elseif op == 'S' then
-        redis.call('SADD', base .. t[i + 1], t[i + 2])
-        i = i + 3
-      elseif op == 'IN' then
-        start_session(card, t[i + 1], t[i + 2], t[i + 3], tonumber(t[i + 4]))
-        i = i + 5
-      elseif op == 'P' then
-        local kind, slot, area, ts = t[i + 1], t[i + 2], t[i + 3], tonumber(t[i + 4])
-        local sess = load_session(card)
-        local here = sess and sess.slot == slot
-        if not here then here = start_session(card, kind, slot, area, ts) end
-        if here then
-          local skey = base .. 'session:' .. card
-          local lp = tonumber(redis.call('HGET', skey, 'last_play')) or 0
-          if ts > lp then redis.call('HSET', skey, 'last_play', ts) end
-          local ls = tonumber(redis.call('HGET', skey, 'last_seen')) or 0
-          if ts > ls then
-            redis.call('HSET', skey, 'last_seen', ts)
-            redis.call('ZADD', base .. 'lastseen', ts, card)
-          end
-        end
-        i = i + 5
-      elseif op == 'OUT' then
-        local slot, ts = t[i + 1], tonumber(t[i + 2])
-        local sess = load_session(card)
-        if sess and sess.slot == slot and ts >= sess.last_seen then end_session(card, sess) end
-        i = i + 3
-      else
-        return redis.error_reply('bonusd apply.lua: unknown operation ' .. tostring(op))
-      end
-    end
+    return redis.error_reply('bonusd apply.lua: unknown session move ' .. tostring(op))
+  end
+end
+for card in pairs(dirty) do
+  local s = sess[card]
+  redis.call('HSET', base .. 'session:' .. card,
+    'last_play', string.format('%d', s.last_play), 'last_seen', string.format('%d', s.last_seen))
+  redis.call('ZADD', base .. 'lastseen', s.last_seen, card)
+end
+
+-- the merged, order-free effects
+for _, e in ipairs(fx.H) do redis.call('HINCRBY', base .. e[1], e[2], e[3]) end
+for _, e in ipairs(fx.HS) do redis.call('HSET', base .. e[1], e[2], e[3]) end
+for _, e in ipairs(fx.HMAX) do
+  local cur = tonumber(redis.call('HGET', base .. e[1], e[2]))
+  if not cur or e[3] > cur then
+    redis.call('HSET', base .. e[1], e[2], string.format('%d', e[3]))
+  end
+end
+for _, e in ipairs(fx.Z) do redis.call('ZINCRBY', base .. e[1], e[3], e[2]) end
+for _, e in ipairs(fx.S) do redis.call('SADD', base .. e[1], e[2]) end
+for _, e in ipairs(fx.SH) do
+  if redis.call('SADD', base .. e[1], e[2]) == 1 then
+    redis.call('HINCRBY', base .. e[3], e[4], 1)
   end
 end
 
-for _, d in ipairs(deadletters) do
+for _, d in ipairs(dead) do
   redis.call('XADD', base .. 'deadletters', 'MAXLEN', '~', maxlen, '*',
     'reason', d[1], 'topic', d[2], 'payload', d[3], 'detail', d[4], 'arrived_ms', d[5])
   redis.call('HINCRBY', KEYS[1], 'deadletter:' .. d[1], 1)
 end
-if applied > 0 then redis.call('HINCRBY', KEYS[1], 'applied', applied) end
-if dups > 0 then redis.call('HINCRBY', KEYS[1], 'duplicates', dups) end
-return table.concat(status)
+if #ids > 0 then redis.call('HINCRBY', KEYS[1], 'applied', #ids) end
+if duplicates > 0 then redis.call('HINCRBY', KEYS[1], 'duplicates', duplicates) end
+return {'ok', #ids}
