@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 import logging
 import signal
 from collections.abc import Generator
@@ -182,6 +183,10 @@ class Service:
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
+        # What start-up built (settings, promotions, the app, imported modules) lives as
+        # long as the process: keep it out of the collector's full passes, which would
+        # otherwise pause ingest for tens of milliseconds at a time.
+        gc.freeze()
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.ingest.run(self.stop_event), name="ingest")
