@@ -7,6 +7,7 @@ take the raw file body a casino exports (CSV or JSON), validated as a whole.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -39,6 +40,7 @@ class ApiContext:
     site: str
     tokens: TokenStore
     promotions: PromotionStore
+    reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
 
 
 class HealthOut(BaseModel):

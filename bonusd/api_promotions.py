@@ -5,6 +5,7 @@ side in `bonusd.standings`."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,7 +14,7 @@ from pydantic import BaseModel
 
 from bonusd.auth import Principal, Role
 from bonusd.errors import NotFoundError
-from bonusd.promotions import Channel, Side, Standing
+from bonusd.promotions import Channel, PromotionFileError, Side, Standing
 from bonusd.promotions.timing import earning_window
 from bonusd.standings import ActivationRefused
 
@@ -83,6 +84,8 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
     tags: list[str | Enum] = ["promotions"]
     anyone = guard(ctx, Role.SIGNAGE, Role.CREW, Role.DESK, Role.KIOSK)
     desk_or_kiosk = guard(ctx, Role.DESK, Role.KIOSK)
+    desk = guard(ctx, Role.DESK)
+    admin = guard(ctx, Role.ADMIN)
     store = ctx.promotions
 
     def nf(exc: NotFoundError) -> HTTPException:
@@ -95,6 +98,22 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
             {"id": p.id, "name": p.name, "start": p.start, "end": p.end, "draws": len(p.draw_list)}
             for p in store.promotions.values()
         ]
+
+    @app.post("/promotions/reload", tags=tags)
+    async def reload(principal: Principal = admin) -> dict[str, Any]:
+        """Re-read the promotion files and apply them from now on. Every change is recorded
+        with who and when; a broken file is refused and the running rules stay."""
+        try:
+            records = await ctx.reload_promotions(f"{principal.name} (token {principal.token_id})")
+        except PromotionFileError as exc:
+            raise HTTPException(422, str(exc)) from exc
+        return {"changes": records}
+
+    @app.get("/promotions/changes", tags=tags, dependencies=[desk])
+    async def changes() -> list[dict[str, Any]]:
+        """Every recorded rule change, oldest first."""
+        rows = await ctx.store.redis.lrange(ctx.store.keys.rule_changes, 0, -1)
+        return [json.loads(r) for r in rows]
 
     @app.get("/promotions/{promotion}", tags=tags, dependencies=[anyone])
     async def promotion(promotion: Annotated[str, ID]) -> dict[str, Any]:

@@ -121,13 +121,14 @@ class GamingCalendar:
         return self.day_opens(day + dt.timedelta(days=1))
 
 
-async def sleep_until_or_stop(clock: Clock, instant: dt.datetime, stop: asyncio.Event) -> bool:
-    """Sleep on `clock` until `instant`; return True at once if `stop` is set first."""
+async def sleep_until_or_stop(clock: Clock, instant: dt.datetime, *stops: asyncio.Event) -> bool:
+    """Sleep on `clock` until `instant`; return True at once if any of `stops` is set."""
     sleeper = asyncio.ensure_future(clock.sleep_until(instant))
-    stopper = asyncio.ensure_future(stop.wait())
+    stoppers = [asyncio.ensure_future(s.wait()) for s in stops]
     try:
-        await asyncio.wait([sleeper, stopper], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([sleeper, *stoppers], return_when=asyncio.FIRST_COMPLETED)
     finally:
         sleeper.cancel()
-        stopper.cancel()
-    return stop.is_set()
+        for s in stoppers:
+            s.cancel()
+    return any(s.is_set() for s in stops)

@@ -85,5 +85,10 @@ class Keys:
         return f"{self.base}multipliers-active"
 
     @property
+    def rule_changes(self) -> str:
+        """List of rule-change records (JSON), oldest first."""
+        return f"{self.base}rule-changes"
+
+    @property
     def stats(self) -> str:
         return f"{self.base}stats"

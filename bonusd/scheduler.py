@@ -50,7 +50,14 @@ class Scheduler:
         self._redis = redis
         self._keys = keys
         self._handlers = dict(handlers)
+        self._reloaded = asyncio.Event()
         self.fired = 0
+
+    def reload(self, promotions: Sequence[Promotion]) -> None:
+        """Use new promotion rules from now on: the timetable is rebuilt at once; actions
+        that already ran (their markers) are not run again."""
+        self._promotions = tuple(promotions)
+        self._reloaded.set()
 
     async def timetable(self) -> list[TimedAction]:
         """Every action of every promotion, in order. Random jackpot times come from a seed
@@ -86,6 +93,13 @@ class Scheduler:
         return f"{self._keys.base}fired:{a.at.isoformat()}:{a.action.value}:{':'.join(a.ids)}"
 
     async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            self._reloaded.clear()
+            await self._run_timetable(stop)
+            if not self._reloaded.is_set():
+                return
+
+    async def _run_timetable(self, stop: asyncio.Event) -> None:
         backoff = Backoff()
         while True:
             try:
@@ -98,7 +112,7 @@ class Scheduler:
         actions = [a for a in timetable if a.action in self._handlers]
         logger.info("scheduler: %d timed action(s) with handlers", len(actions))
         for n, action in enumerate(actions):
-            if await sleep_until_or_stop(self._clock, action.at, stop):
+            if await sleep_until_or_stop(self._clock, action.at, stop, self._reloaded):
                 return
             if self._superseded(action, actions[n + 1 :]):
                 continue

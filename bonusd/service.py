@@ -14,11 +14,13 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
+import json
 import logging
 import signal
 from collections.abc import Generator
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import redis.asyncio as aioredis
 import uvicorn
@@ -32,7 +34,14 @@ from bonusd.health import Health
 from bonusd.ingest import CommitHook, Ingest, MqttTarget
 from bonusd.keys import Keys
 from bonusd.metrics import Metrics
-from bonusd.promotions import Action, Promotion, Side, TimedAction, load_promotions
+from bonusd.promotions import (
+    Action,
+    Promotion,
+    Side,
+    TimedAction,
+    diff_promotions,
+    load_promotions,
+)
 from bonusd.scheduler import Scheduler
 from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
@@ -137,6 +146,7 @@ class Service:
                 site=settings.site,
                 tokens=self.tokens,
                 promotions=self.promotion_store,
+                reload_promotions=self.reload_promotions,
             )
         )
         self.scheduler = Scheduler(
@@ -205,6 +215,36 @@ class Service:
             if install_signal_handlers:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
+
+    # -- rule changes -----------------------------------------------------------------------
+
+    async def reload_promotions(self, actor: str) -> list[dict[str, Any]]:
+        """Re-read the promotion files; apply the new rules from now on and record every
+        change with who and when. A broken file raises `PromotionFileError` and the
+        running rules stay as they are."""
+        new = site_promotions(self.settings.promotions, self.settings.site)
+        old = {p.id: p for p in self.promotions}
+        now = self.clock.now().isoformat()
+        records = []
+        for p in new:
+            if p.id not in old:
+                changes = ["promotion added"]
+            else:
+                changes = [str(c) for c in diff_promotions(old[p.id], p)]
+            if changes:
+                records.append({"at": now, "actor": actor, "promotion": p.id, "changes": changes})
+        for pid in old.keys() - {p.id for p in new}:
+            records.append(
+                {"at": now, "actor": actor, "promotion": pid, "changes": ["promotion removed"]}
+            )
+        if records:
+            await self.redis.rpush(self.keys.rule_changes, *(json.dumps(r) for r in records))
+        self.promotions = new
+        self.store.book = PromotionBook(new)
+        self.promotion_store.promotions = {p.id: p for p in new}
+        self.scheduler.reload(new)
+        logger.warning("promotion rules reloaded by %s: %d change record(s)", actor, len(records))
+        return records
 
     # -- scheduled actions (each idempotent: see scheduler.py) ------------------------------
 

@@ -174,3 +174,39 @@ async def test_activation_rules_and_frozen_pool(gh_settings: Settings, pub: Publ
         assert late.status_code == 409
         assert "closed" in late.json()["detail"]
         await kiosk.aclose()
+
+
+async def test_rule_change_by_reload_is_recorded_and_applied(
+    gh_settings: Settings, pub: Publisher, promotions_dir: Path
+) -> None:
+    clock = ManualClock(at(10, 9))
+    async with running(gh_settings, clock) as d:
+        await d.http.post("/members/import", content=MEMBERS, headers={"content-type": "text/csv"})
+        sent = pub.egm("EGM-2", *(game("1002", at(6, 20, i), 300000, 7000) for i in range(3)))
+        await d.wait_committed(sent)
+        standing = f"/promotions/{GH}/draws/halfway/standings/1002"
+        assert (await d.get(standing))["qualified"] is True  # 21,000 of 20,000
+
+        path = promotions_dir / f"{GH}.toml"
+        original = path.read_text()
+        marker = 'qualification = { kind = "threshold", threshold = 20000'
+        assert marker in original
+        path.write_text(original.replace(marker, marker.replace("20000", "25000"), 1))
+        r = await d.http.post("/promotions/reload")
+        assert r.status_code == 200, r.text
+        (record,) = r.json()["changes"]
+        assert record["actor"].startswith("test suite")
+        assert "draws.halfway.qualification.threshold: 20000 -> 25000" in record["changes"]
+        after = await d.get(standing)
+        assert after["qualified"] is False
+        assert any("21,000 of 25,000" in x for x in after["reasons"])
+
+        path.write_text(original.replace("threshold = 20000", "threshold = -5", 1))
+        broken = await d.http.post("/promotions/reload")
+        assert broken.status_code == 422
+        assert f"{GH}.toml" in broken.json()["detail"]
+        assert "threshold" in broken.json()["detail"]
+        assert (await d.get(standing))["qualified"] is False  # the 25,000 rule still runs
+
+        log = await d.get("/promotions/changes")
+        assert [x["changes"] for x in log] == [record["changes"]]
