@@ -9,8 +9,10 @@ judged here but when standings are read, so an exclusion takes effect at once.
 
 This module is pure: it describes a `FloorEvent`'s effects (see `effects.py`).
 
-    pw:{promotion}:{draw}:{card}              hash  {side}_points, {side}_plays, {side}_reached,
+    pwf:{promotion}:{draw}:{field}            hash  card -> value, for the fields
+                                                    {side}_points, {side}_plays, {side}_reached,
                                                     {side}_visits, visits (distinct days)
+    (one hash per field rather than per member: a whole draw reads back in a few replies)
     pwd:{promotion}:{draw}:{card}:{side|any}  set   gaming days with play on that side
     lb:{promotion}:{draw}:{side}              zset  live leaderboard, score = window points
     pm:{promotion}:{draw}                     set   members with play in the window
@@ -88,16 +90,17 @@ class PromotionBook:
                 if not opens_ms <= ts < closes_ms:
                     continue
                 head = f"{promo.promotion}:{draw_id}"
-                member = f"pw:{head}:{event.card}"
-                days = f"pwd:{head}:{event.card}"
-                fx.incr(member, f"{side}_plays", 1)
-                fx.add_counted(f"{days}:{side}", event.gaming_day, member, f"{side}_visits")
-                fx.add_counted(f"{days}:any", event.gaming_day, member, "visits")
-                fx.add(f"pm:{head}", event.card)
+                card = event.card
+                fields = f"pwf:{head}:"
+                days = f"pwd:{head}:{card}"
+                fx.incr(f"{fields}{side}_plays", card, 1)
+                fx.add_counted(f"{days}:{side}", event.gaming_day, f"{fields}{side}_visits", card)
+                fx.add_counted(f"{days}:any", event.gaming_day, f"{fields}visits", card)
+                fx.add(f"pm:{head}", card)
                 if gained:
-                    fx.incr(member, f"{side}_points", gained)
-                    fx.maximum(member, f"{side}_reached", ts)
-                    fx.score(f"lb:{head}:{side}", event.card, gained)
+                    fx.incr(f"{fields}{side}_points", card, gained)
+                    fx.maximum(f"{fields}{side}_reached", card, ts)
+                    fx.score(f"lb:{head}:{side}", card, gained)
 
 
 def _ms(instant: dt.datetime) -> int:

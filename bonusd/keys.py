@@ -3,6 +3,7 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
 
     {prefix}:{site}:member:{card}          hash   member record (import)
     {prefix}:{site}:members                set    registered cards
+    {prefix}:{site}:member-index           hash   card -> tier|app|excluded|dob|last_visit
     {prefix}:{site}:unregistered           set    cards seen in telemetry but never imported
     {prefix}:{site}:device:{device}        hash   device registry (kind, area, bank, position)
     {prefix}:{site}:session:{card}         hash   where the card is active now
@@ -39,6 +40,11 @@ class Keys:
     @property
     def members(self) -> str:
         return f"{self.base}members"
+
+    @property
+    def member_index(self) -> str:
+        """Hash card -> the fields the rules read (`Member.to_index`), for bulk reads."""
+        return f"{self.base}member-index"
 
     @property
     def unregistered(self) -> str:

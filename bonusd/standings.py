@@ -58,19 +58,31 @@ def _ms_instant(raw: str | None) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(int(raw) / 1000, dt.UTC) if raw else None
 
 
-def _stats(h: dict[str, str], since: dt.date | None) -> MemberWindowStats:
+STAT_FIELDS = (
+    *(
+        f"{side}_{name}"
+        for side in ("slots", "tables")
+        for name in ("points", "plays", "visits", "reached")
+    ),
+    "visits",
+)
+_CHUNK = 20_000
+_BULK = 2_000  # above this many cards, read whole hashes instead of HMGET
+
+
+def _stats(h: dict[str, str | None], since: dt.date | None) -> MemberWindowStats:
     def side(name: str) -> SideStats:
         return SideStats(
-            points=int(h.get(f"{name}_points", 0)),
-            visits=int(h.get(f"{name}_visits", 0)),
-            plays=int(h.get(f"{name}_plays", 0)),
-            reached_at=_ms_instant(h.get(f"{name}_reached")),
+            points=int(h[f"{name}_points"] or 0),
+            visits=int(h[f"{name}_visits"] or 0),
+            plays=int(h[f"{name}_plays"] or 0),
+            reached_at=_ms_instant(h[f"{name}_reached"]),
         )
 
     return MemberWindowStats(
         slots=side("slots"),
         tables=side("tables"),
-        visits=int(h.get("visits", 0)),
+        visits=int(h["visits"] or 0),
         telemetry_since=since,
     )
 
@@ -116,14 +128,31 @@ class PromotionStore:
     async def window_stats(
         self, p: Promotion, draw: Draw, cards: Sequence[str]
     ) -> list[MemberWindowStats]:
-        """Window stats of many members in one round trip."""
+        """Window stats of many members: one HMGET per field for the lot."""
+        if not cards:
+            return []
         since = cast(str | None, await self.redis.hget(self.keys.stats, "telemetry_since"))
         since_day = dt.date.fromisoformat(since) if since else None
+        if len(cards) > _BULK:
+            # many members: whole field hashes are cheaper than packing huge HMGETs
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for name in STAT_FIELDS:
+                    pipe.hgetall(self._k("pwf", p.id, draw.id, name))
+                maps: list[dict[str, str]] = await pipe.execute()
+            return [
+                _stats({n: m.get(card) for n, m in zip(STAT_FIELDS, maps, strict=True)}, since_day)
+                for card in cards
+            ]
         async with self.redis.pipeline(transaction=False) as pipe:
-            for card in cards:
-                pipe.hgetall(self._k("pw", p.id, draw.id, card))
-            raw: list[dict[str, str]] = await pipe.execute()
-        return [_stats(h, since_day) for h in raw]
+            for name in STAT_FIELDS:
+                pipe.hmget(self._k("pwf", p.id, draw.id, name), list(cards))
+            columns: list[list[str | None]] = await pipe.execute()
+        return [
+            _stats(
+                {name: col[n] for name, col in zip(STAT_FIELDS, columns, strict=True)}, since_day
+            )
+            for n in range(len(cards))
+        ]
 
     async def standing(self, promotion_id: str, draw_id: str, card: str) -> Standing:
         p, draw = self.draw(promotion_id, draw_id)
@@ -131,6 +160,59 @@ class PromotionStore:
         (stats,) = await self.window_stats(p, draw, [card])
         activated = await self.redis.hexists(self._k("act", p.id, draw.id), card)
         return standing(p, draw, member, stats, activated=bool(activated), on_date=draw.date)
+
+    async def all_standings(self, promotion_id: str, draw_id: str) -> list[Standing]:
+        """The standing of every member with play in the draw's window (or an activation),
+        recomputed from the live totals and today's member records."""
+        p, draw = self.draw(promotion_id, draw_id)
+        played = cast(set[str], await self.redis.smembers(self._k("pm", p.id, draw.id)))
+        activated = set(cast(list[str], await self.redis.hkeys(self._k("act", p.id, draw.id))))
+        return await self._standings(p, draw, sorted(played | activated), activated)
+
+    async def _standings(
+        self, p: Promotion, draw: Draw, cards: Sequence[str], activated: set[str]
+    ) -> list[Standing]:
+        out: list[Standing] = []
+        members = await self._members(cards)
+        stats = await self.window_stats(p, draw, cards)
+        for card, member, st in zip(cards, members, stats, strict=True):
+            if member is not None:
+                act = card in activated
+                out.append(standing(p, draw, member, st, activated=act, on_date=draw.date))
+        return out
+
+    async def full_board(self, promotion_id: str, draw_id: str, side: Side) -> tuple[Ranked, ...]:
+        """The whole live board of one side (eligible members, ranked)."""
+        p, draw = self.draw(promotion_id, draw_id)
+        rows = cast(
+            list[tuple[str, float]],
+            await self.redis.zrevrange(
+                self._k("lb", p.id, draw.id, side.value), 0, -1, withscores=True
+            ),
+        )
+        cards = [card for card, _ in rows]
+        members = await self._members(cards)
+        reached = cast(
+            dict[str, str],
+            await self.redis.hgetall(self._k("pwf", p.id, draw.id, f"{side.value}_reached")),
+        )
+        never = dt.datetime.max.replace(tzinfo=dt.UTC)
+        entries = [
+            BoardEntry(member, int(score), _ms_instant(reached.get(card)) or never)
+            for (card, score), member in zip(rows, members, strict=True)
+            if member is not None
+        ]
+        return rank_leaderboard(p, draw, side, entries, qualified_only=False, on_date=draw.date)
+
+    async def _members(self, cards: Sequence[str]) -> list[Member | None]:
+        out: list[Member | None] = []
+        for i in range(0, len(cards), _CHUNK):
+            part = list(cards[i : i + _CHUNK])
+            index = cast(list[str | None], await self.redis.hmget(self.keys.member_index, part))
+            out += [
+                Member.from_index(c, t) if t else None for c, t in zip(part, index, strict=True)
+            ]
+        return out
 
     # -- activation -----------------------------------------------------------------------
 
@@ -186,18 +268,17 @@ class PromotionStore:
     async def _board_entries(
         self, p: Promotion, draw: Draw, side: Side, rows: list[tuple[str, float]]
     ) -> list[BoardEntry]:
+        cards = [card for card, _ in rows]
         async with self.redis.pipeline(transaction=False) as pipe:
-            for card, _ in rows:
-                pipe.hgetall(self.keys.member(card))
-                pipe.hget(self._k("pw", p.id, draw.id, card), f"{side.value}_reached")
-            raw = await pipe.execute()
+            pipe.hmget(self.keys.member_index, cards)
+            pipe.hmget(self._k("pwf", p.id, draw.id, f"{side.value}_reached"), cards)
+            index, reached = await pipe.execute()
         out = []
-        for n, (_card, score) in enumerate(rows):
-            member_raw, reached = raw[2 * n], raw[2 * n + 1]
-            if not member_raw:
+        for (card, score), text, when in zip(rows, index, reached, strict=True):
+            if text is None:
                 continue  # an unregistered card cannot be judged eligible; never shown
-            when = _ms_instant(reached) or dt.datetime.max.replace(tzinfo=dt.UTC)
-            out.append(BoardEntry(Member.from_redis(member_raw), int(score), when))
+            at = _ms_instant(when) or dt.datetime.max.replace(tzinfo=dt.UTC)
+            out.append(BoardEntry(Member.from_index(card, text), int(score), at))
         return out
 
     async def publish_board(
@@ -241,27 +322,8 @@ class PromotionStore:
         existing = await self.pool(promotion_id, draw_id)
         if existing is not None:
             return existing
-        activated = sorted(
-            cast(dict[str, str], await self.redis.hgetall(self._k("act", p.id, draw.id)))
-        )
-        standings = []
-        for i in range(0, len(activated), 1000):
-            cards = activated[i : i + 1000]
-            stats = await self.window_stats(p, draw, cards)
-            for card, st in zip(cards, stats, strict=True):
-                member_raw = cast(dict[str, str], await self.redis.hgetall(self.keys.member(card)))
-                if not member_raw:
-                    continue
-                standings.append(
-                    standing(
-                        p,
-                        draw,
-                        Member.from_redis(member_raw),
-                        st,
-                        activated=True,
-                        on_date=draw.date,
-                    )
-                )
+        activated = set(cast(list[str], await self.redis.hkeys(self._k("act", p.id, draw.id))))
+        standings = await self._standings(p, draw, sorted(activated), activated)
         seated: list[str] = []
         if draw.seats is not None:
             boards = {

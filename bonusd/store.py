@@ -142,6 +142,7 @@ class FloorStore:
                 key = self.keys.member(m.card)
                 pipe.delete(key)
                 pipe.hset(key, mapping=cast(Mapping[Any, Any], m.to_redis()))
+                pipe.hset(self.keys.member_index, m.card, m.to_index())
                 pipe.sadd(self.keys.members, m.card)
                 pipe.srem(self.keys.unregistered, m.card)
             await pipe.execute()

@@ -68,3 +68,21 @@ def test_devices_parse_and_refuse_topic_characters() -> None:
     with pytest.raises(ImportFileError) as info:
         parse_text(Device, "device,kind,area\nEGM/1,egm,main\nT1,wheel,main\n", source="d.csv")
     assert {(e.row, e.field) for e in info.value.errors} == {(2, "device"), (3, "kind")}
+
+
+def test_member_index_round_trip_equals_the_validated_member() -> None:
+    m = Member(
+        card="7",
+        name="Naledi Sithole",
+        tier=Tier.K,
+        app_user=True,
+        date_of_birth=dt.date(1990, 5, 6),
+        sms_opt_in=True,
+        excluded=True,
+        exclusion_reason="staff",
+        last_visit=dt.date(2026, 7, 1),
+    )
+    rules_view = m.model_copy(update={"name": "", "sms_opt_in": False, "exclusion_reason": ""})
+    assert Member.from_index("7", m.to_index()) == rules_view
+    bare = Member(card="8", name="X", tier=Tier.TEN)
+    assert Member.from_index("8", bare.to_index()) == bare.model_copy(update={"name": ""})

@@ -1,0 +1,196 @@
+"""Standings benchmark: recompute every standing and leaderboard of a promotion for a
+large member base, and time leaderboard reads, beside bare Redis baselines.
+
+    python loadtests/bench_standings.py [--members 200000] [--reads 500]
+
+Set-up (not timed): the Golden Horse promotion (moved to a throwaway site), N members
+with a realistic tier mix, and for each of its four draws the per-member window totals
+that a month of play leaves in Redis (points per side, plays, visits, when each total was
+reached, the live boards). The totals are written directly: replaying a month of per-game
+telemetry for 200,000 members would be hundreds of millions of events.
+
+Timed: for each draw, every member's standing (qualification, tickets, breakdown) from
+Redis, and each of its leaderboards ranked in full with exclusions applied; then reads of
+the published board and of the live top 10. Baselines in the same run: fetching the same
+hashes with a bare pipelined HGETALL, and one bare Redis round trip (PING).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import statistics
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import redis.asyncio as aioredis
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from bonusd.keys import Keys
+from bonusd.promotions import Side, parse_promotion
+from bonusd.registry import Member, Tier
+from bonusd.settings import Settings
+from bonusd.standings import STAT_FIELDS, PromotionStore
+from bonusd.store import FloorStore
+
+GH = "golden-horse-mega-points-chase"
+PROJECT = Path(__file__).resolve().parent.parent
+console = Console()
+
+
+async def _setup(r: aioredis.Redis, keys: Keys, n: int, site: str) -> PromotionStore:
+    text = (PROJECT / "promotions" / f"{GH}.toml").read_text()
+    promotion = parse_promotion(
+        text.replace('site = "golden-horse"', f'site = "{site}"'), source=GH
+    )
+    rng = np.random.default_rng(7)
+    tiers = rng.choice(["10", "J", "Q", "K", "A"], size=n, p=[0.4, 0.3, 0.18, 0.08, 0.04])
+    app = rng.random(n) < 0.35
+    excluded = rng.random(n) < 0.005
+    visits = rng.integers(1, 21, size=n)
+    slots = (rng.lognormal(9.3, 1.1, size=n)).astype(int)
+    tables = np.where(rng.random(n) < 0.25, rng.lognormal(9.0, 1.2, size=n).astype(int), 0)
+    reached = 1_790_000_000_000 + rng.integers(0, 30 * 86_400_000, size=n)
+    cards = [f"8{i:09d}" for i in range(n)]
+    members = [
+        Member(
+            card=cards[i],
+            name=f"Member {i}",
+            tier=Tier(str(tiers[i])),
+            app_user=bool(app[i]),
+            date_of_birth=dt.date(1980, 1, 1),
+            excluded=bool(excluded[i]),
+        )
+        for i in range(n)
+    ]
+    floor = FloorStore(
+        r, keys, dedup_ttl_s=3600, deadletter_maxlen=100, deadletter_payload_bytes=100
+    )
+    for start in track(range(0, n, 20_000), description="importing members"):
+        await floor.import_members(members[start : start + 20_000])
+    has_tables = tables > 0
+    columns = {
+        "slots_points": slots,
+        "slots_plays": visits * 200,
+        "slots_visits": visits,
+        "slots_reached": reached,
+        "visits": visits,
+        "tables_points": tables,
+        "tables_plays": np.where(has_tables, 4, 0),
+        "tables_visits": np.where(has_tables, 1, 0),
+        "tables_reached": np.where(has_tables, reached - 1000, 0),
+    }
+    for draw in track(promotion.draw_list, description="writing window totals"):
+
+        def head(kind: str, draw_id: str = draw.id) -> str:
+            return f"{keys.base}{kind}:{promotion.id}:{draw_id}"
+
+        for start in range(0, n, 20_000):
+            part = range(start, min(n, start + 20_000))
+            async with r.pipeline(transaction=False) as pipe:
+                for name, values in columns.items():
+                    mapping = {cards[i]: int(values[i]) for i in part if values[i]}
+                    if mapping:
+                        pipe.hset(f"{head('pwf')}:{name}", mapping=mapping)
+                pipe.sadd(head("pm"), *(cards[i] for i in part))
+                pipe.zadd(f"{head('lb')}:slots", {cards[i]: int(slots[i]) for i in part})
+                board = {cards[i]: int(tables[i]) for i in part if tables[i]}
+                if board:
+                    pipe.zadd(f"{head('lb')}:tables", board)
+                await pipe.execute()
+    return PromotionStore(r, keys, [promotion])
+
+
+async def _bare_fetch(r: aioredis.Redis, keys: Keys, draw: str) -> float:
+    """The same data a recompute reads (member index, the draw's totals), fetched bare."""
+    t0 = time.perf_counter()
+    await r.hgetall(keys.member_index)
+    for name in STAT_FIELDS:
+        await r.hgetall(f"{keys.base}pwf:{GH}:{draw}:{name}")
+    await r.smembers(f"{keys.base}pm:{GH}:{draw}")
+    return time.perf_counter() - t0
+
+
+async def _recompute(store: PromotionStore, draw_id: str) -> tuple[float, int, int]:
+    t0 = time.perf_counter()
+    standings = await store.all_standings(GH, draw_id)
+    ranked = 0
+    _, draw = store.draw(GH, draw_id)
+    if draw.leaderboard:
+        for side in Side:
+            ranked += len(await store.full_board(GH, draw_id, side))
+    return time.perf_counter() - t0, len(standings), ranked
+
+
+def _pct(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100)[q - 1] * 1000
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--members", type=int, default=200_000)
+    parser.add_argument("--reads", type=int, default=500)
+    parser.add_argument("--redis-url", default=Settings().redis_url)
+    args = parser.parse_args()
+    site = f"bstand{uuid.uuid4().hex[:6]}"
+    keys = Keys("bonusd", site)
+    r = aioredis.Redis.from_url(args.redis_url, decode_responses=True)
+    try:
+        store = await _setup(r, keys, args.members, site)
+        rows = []
+        total = 0.0
+        for draw_id in ("launch", "halfway", "bonus", "final"):
+            bare = await _bare_fetch(r, keys, draw_id)
+            took, n_standings, n_ranked = await _recompute(store, draw_id)
+            total += took
+            rows.append((draw_id, took, bare, n_standings, n_ranked))
+            console.print(
+                f"{draw_id}: {took:.2f} s ({n_standings:,} standings, {n_ranked:,} ranked)"
+            )
+        await store.publish_board(GH, "halfway", Side.SLOTS, dt.datetime.now(dt.UTC))
+        published, live, ping = [], [], []
+        for _ in range(args.reads):
+            t0 = time.perf_counter()
+            await store.published_board(GH, "halfway", Side.SLOTS)
+            published.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await store.live_board(GH, "halfway", Side.SLOTS)
+            live.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await r.ping()
+            ping.append(time.perf_counter() - t0)
+    finally:
+        async for key in r.scan_iter(match=f"bonusd:{{{site}}}:*", count=10_000):
+            await r.unlink(key)
+        await r.aclose()
+    table = Table(title=f"standings benchmark: {args.members:,} members, Golden Horse")
+    for col in ("figure", "value", "bare baseline", "ratio"):
+        table.add_column(col, justify="right" if col != "figure" else "left")
+    for draw_id, took, bare, n_st, n_rk in rows:
+        table.add_row(
+            f"recompute {draw_id}: {n_st:,} standings, {n_rk:,} board places (s)",
+            f"{took:.2f}",
+            f"{bare:.2f} (fetch only)",
+            f"{took / bare:.1f}x",
+        )
+    table.add_row("recompute all four draws (s)", f"{total:.2f}", "", "")
+    for name, values in (("published board read", published), ("live top-10 read", live)):
+        for q in (50, 99):
+            table.add_row(
+                f"{name} p{q} (ms)",
+                f"{_pct(values, q):.2f}",
+                f"{_pct(ping, q):.2f} (PING)",
+                f"{_pct(values, q) / _pct(ping, q):.1f}x",
+            )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
