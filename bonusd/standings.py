@@ -172,13 +172,16 @@ class PromotionStore:
     async def _standings(
         self, p: Promotion, draw: Draw, cards: Sequence[str], activated: set[str]
     ) -> list[Standing]:
+        """Numbers only (no explanation texts): bulk work for thousands of members."""
         out: list[Standing] = []
         members = await self._members(cards)
         stats = await self.window_stats(p, draw, cards)
         for card, member, st in zip(cards, members, stats, strict=True):
             if member is not None:
                 act = card in activated
-                out.append(standing(p, draw, member, st, activated=act, on_date=draw.date))
+                out.append(
+                    standing(p, draw, member, st, activated=act, on_date=draw.date, explain=False)
+                )
         return out
 
     async def full_board(self, promotion_id: str, draw_id: str, side: Side) -> tuple[Ranked, ...]:

@@ -170,3 +170,23 @@ def test_a_frozen_pool_never_changes(
     for tombola, given_counts in ((Tombola.SLOTS, slots), (Tombola.TABLES, tables)):
         kept = {c: n for c, n in given_counts.items() if n and c not in seated}
         assert pool.entries(tombola) == kept
+
+
+@given(stats=window_stats(), member=members, activated=st.booleans())
+def test_explain_changes_texts_never_numbers(
+    stats: MemberWindowStats, member: Member, activated: bool
+) -> None:
+    """Bulk recomputes skip the texts; the numbers must be the very same."""
+    for promotion, draw in all_draws():
+        full = standing(promotion, draw, member, stats, activated=activated)
+        quick = standing(promotion, draw, member, stats, activated=activated, explain=False)
+        assert quick.tickets == full.tickets
+        assert dict(quick.per_tombola) == dict(full.per_tombola)
+        assert (quick.qualified, quick.eligible, quick.visits) == (
+            full.qualified,
+            full.eligible,
+            full.visits,
+        )
+        assert [(x.rule, x.tickets) for x in quick.breakdown] == [
+            (x.rule, x.tickets) for x in full.breakdown
+        ]
