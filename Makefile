@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow lint format bench-ingest clean
+.PHONY: setup services demo run test test-slow lint format bench-ingest bench-standings clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -43,6 +43,10 @@ format: setup
 bench-ingest: setup
 	@scripts/ensure-services.sh --with-test-tools
 	@$(PY) loadtests/bench_ingest.py $(BENCH_ARGS)
+
+## Recompute all standings and boards for 200,000 members; leaderboard reads.
+bench-standings: services
+	@$(PY) loadtests/bench_standings.py $(BENCH_ARGS)
 
 clean:
 	@scripts/ensure-services.sh stop || true

@@ -75,15 +75,19 @@ def run() -> None:
 
 @app.command()
 def demo(
+    *,
     egms: Annotated[int, typer.Option(min=1, help="Slot machines on the simulated floor.")] = 300,
     tables: Annotated[int, typer.Option(min=0, help="Gaming tables.")] = 12,
     members: Annotated[int, typer.Option(min=1, help="Loyalty members.")] = 3000,
     seed: Annotated[int, typer.Option(help="Seed of the simulated floor.")] = 42,
     hours: Annotated[float, typer.Option(min=0.1, help="Simulated hours of play.")] = 12.0,
+    site: Annotated[
+        str, typer.Option(help="Site to run; its promotions in BONUSD_PROMOTIONS run too.")
+    ] = "golden-horse",
 ) -> None:
     """The main job: daemon + simulated floor + API on simulated time (x60 unless
     BONUSD_CLOCK_SPEED says otherwise), from BONUSD_CLOCK_START or 3 Oct 2026 16:55."""
-    settings = _settings()
+    settings = _settings().model_copy(update={"site": site})
     run_demo(settings, DemoFloor(egms, tables, members, seed, hours))
 
 

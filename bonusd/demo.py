@@ -83,6 +83,8 @@ async def run_demo(settings: Settings, floor: DemoFloor, console: Console) -> No
             f"  health       {base}/health\n"
             f"  live floor   {base}/floor/active\n"
             f"  metrics      {base}/metrics\n"
+            f"  promotions   {base}/promotions  (running: "
+            f"{', '.join(p.id for p in service.promotions) or 'none for this site'})\n"
             "Tokens for this demo (a fresh set each run; `bonusd tokens list` shows them):\n"
             + "".join(f"  {role.value:8s} {token}\n" for role, token in tokens.items())
             + f"  e.g. curl -H 'Authorization: Bearer {tokens[Role.DESK]}' {base}/floor/active\n"
