@@ -26,6 +26,7 @@ from bonusd.metrics import Metrics
 from bonusd.registry import Device, Member, parse_text
 from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
+from bonusd.summaries import DrawSummaries
 
 CARD = Path(pattern=r"^[A-Za-z0-9-]{1,32}$", description="Member card number")
 
@@ -40,6 +41,7 @@ class ApiContext:
     site: str
     tokens: TokenStore
     promotions: PromotionStore
+    summaries: DrawSummaries
     reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
 
 

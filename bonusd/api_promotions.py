@@ -115,6 +115,15 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
         rows = await ctx.store.redis.lrange(ctx.store.keys.rule_changes, 0, -1)
         return [json.loads(r) for r in rows]
 
+    @app.get("/promotions/{promotion}/draws/{draw}/summary", tags=tags, dependencies=[desk])
+    async def summary(promotion: Annotated[str, ID], draw: Annotated[str, ID]) -> dict[str, Any]:
+        """The whole draw at a glance: members with play, eligible, qualified, activated,
+        tickets and entries, per tombola and per tier."""
+        try:
+            return await ctx.summaries.summary(promotion, draw)
+        except NotFoundError as exc:
+            raise nf(exc) from exc
+
     @app.get("/promotions/{promotion}", tags=tags, dependencies=[anyone])
     async def promotion(promotion: Annotated[str, ID]) -> dict[str, Any]:
         """A promotion with each draw's window, bin close, rounds and state now."""

@@ -46,6 +46,7 @@ from bonusd.scheduler import Scheduler
 from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
 from bonusd.store import REDIS_ERRORS, FloorStore
+from bonusd.summaries import DrawSummaries
 from bonusd.telemetry import DecodeLimits, TelemetryDecoder
 
 logger = logging.getLogger(__name__)
@@ -146,6 +147,7 @@ class Service:
                 site=settings.site,
                 tokens=self.tokens,
                 promotions=self.promotion_store,
+                summaries=DrawSummaries(self.promotion_store),
                 reload_promotions=self.reload_promotions,
             )
         )

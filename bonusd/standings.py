@@ -111,7 +111,8 @@ class PromotionStore:
         except KeyError as exc:
             raise NotFoundError(str(exc).strip("'\"")) from None
 
-    def _k(self, *parts: str) -> str:
+    def key(self, *parts: str) -> str:
+        """A key of this site from its parts (`pwf`, promotion, draw, ...)."""
         return self.keys.base + ":".join(parts)
 
     # -- members --------------------------------------------------------------------------
@@ -137,7 +138,7 @@ class PromotionStore:
             # many members: whole field hashes are cheaper than packing huge HMGETs
             async with self.redis.pipeline(transaction=False) as pipe:
                 for name in STAT_FIELDS:
-                    pipe.hgetall(self._k("pwf", p.id, draw.id, name))
+                    pipe.hgetall(self.key("pwf", p.id, draw.id, name))
                 maps: list[dict[str, str]] = await pipe.execute()
             return [
                 _stats({n: m.get(card) for n, m in zip(STAT_FIELDS, maps, strict=True)}, since_day)
@@ -145,7 +146,7 @@ class PromotionStore:
             ]
         async with self.redis.pipeline(transaction=False) as pipe:
             for name in STAT_FIELDS:
-                pipe.hmget(self._k("pwf", p.id, draw.id, name), list(cards))
+                pipe.hmget(self.key("pwf", p.id, draw.id, name), list(cards))
             columns: list[list[str | None]] = await pipe.execute()
         return [
             _stats(
@@ -158,15 +159,15 @@ class PromotionStore:
         p, draw = self.draw(promotion_id, draw_id)
         member = await self.member(card)
         (stats,) = await self.window_stats(p, draw, [card])
-        activated = await self.redis.hexists(self._k("act", p.id, draw.id), card)
+        activated = await self.redis.hexists(self.key("act", p.id, draw.id), card)
         return standing(p, draw, member, stats, activated=bool(activated), on_date=draw.date)
 
     async def all_standings(self, promotion_id: str, draw_id: str) -> list[Standing]:
         """The standing of every member with play in the draw's window (or an activation),
         recomputed from the live totals and today's member records."""
         p, draw = self.draw(promotion_id, draw_id)
-        played = cast(set[str], await self.redis.smembers(self._k("pm", p.id, draw.id)))
-        activated = set(cast(list[str], await self.redis.hkeys(self._k("act", p.id, draw.id))))
+        played = cast(set[str], await self.redis.smembers(self.key("pm", p.id, draw.id)))
+        activated = set(cast(list[str], await self.redis.hkeys(self.key("act", p.id, draw.id))))
         return await self._standings(p, draw, sorted(played | activated), activated)
 
     async def _standings(
@@ -190,14 +191,14 @@ class PromotionStore:
         rows = cast(
             list[tuple[str, float]],
             await self.redis.zrevrange(
-                self._k("lb", p.id, draw.id, side.value), 0, -1, withscores=True
+                self.key("lb", p.id, draw.id, side.value), 0, -1, withscores=True
             ),
         )
         cards = [card for card, _ in rows]
         members = await self._members(cards)
         reached = cast(
             dict[str, str],
-            await self.redis.hgetall(self._k("pwf", p.id, draw.id, f"{side.value}_reached")),
+            await self.redis.hgetall(self.key("pwf", p.id, draw.id, f"{side.value}_reached")),
         )
         never = dt.datetime.max.replace(tzinfo=dt.UTC)
         entries = [
@@ -231,8 +232,8 @@ class PromotionStore:
             raise ActivationRefused(f"card {card}, draw {draw.id}: {refusal}")
         record = json.dumps({"channel": channel.value, "at": now.isoformat()})
         # the first activation stands; a second through another channel changes nothing
-        await self.redis.hsetnx(self._k("act", p.id, draw.id), card, record)
-        stored = json.loads(cast(str, await self.redis.hget(self._k("act", p.id, draw.id), card)))
+        await self.redis.hsetnx(self.key("act", p.id, draw.id), card, record)
+        stored = json.loads(cast(str, await self.redis.hget(self.key("act", p.id, draw.id), card)))
         return Activation(card, Channel(stored["channel"]), dt.datetime.fromisoformat(stored["at"]))
 
     # -- leaderboards ---------------------------------------------------------------------
@@ -242,7 +243,7 @@ class PromotionStore:
     ) -> tuple[Ranked, ...]:
         """The top of the live board: eligible members only, ties to who got there first."""
         p, draw = self.draw(promotion_id, draw_id)
-        key = self._k("lb", p.id, draw.id, side.value)
+        key = self.key("lb", p.id, draw.id, side.value)
         entries: list[BoardEntry] = []
         start = 0
         ranked: tuple[Ranked, ...] = ()
@@ -274,7 +275,7 @@ class PromotionStore:
         cards = [card for card, _ in rows]
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hmget(self.keys.member_index, cards)
-            pipe.hmget(self._k("pwf", p.id, draw.id, f"{side.value}_reached"), cards)
+            pipe.hmget(self.key("pwf", p.id, draw.id, f"{side.value}_reached"), cards)
             index, reached = await pipe.execute()
         out = []
         for (card, score), text, when in zip(rows, index, reached, strict=True):
@@ -299,14 +300,14 @@ class PromotionStore:
         }
         text = json.dumps(snapshot)
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.set(self._k("lbpub", promotion_id, draw_id, side.value), text)
-            pipe.lpush(self._k("lbhist", promotion_id, draw_id, side.value), text)
+            pipe.set(self.key("lbpub", promotion_id, draw_id, side.value), text)
+            pipe.lpush(self.key("lbhist", promotion_id, draw_id, side.value), text)
             await pipe.execute()
         return snapshot
 
     async def published_board(self, promotion_id: str, draw_id: str, side: Side) -> dict[str, Any]:
         self.draw(promotion_id, draw_id)
-        text = await self.redis.get(self._k("lbpub", promotion_id, draw_id, side.value))
+        text = await self.redis.get(self.key("lbpub", promotion_id, draw_id, side.value))
         if text is None:
             return {
                 "promotion": promotion_id,
@@ -325,7 +326,7 @@ class PromotionStore:
         existing = await self.pool(promotion_id, draw_id)
         if existing is not None:
             return existing
-        activated = set(cast(list[str], await self.redis.hkeys(self._k("act", p.id, draw.id))))
+        activated = set(cast(list[str], await self.redis.hkeys(self.key("act", p.id, draw.id))))
         standings = await self._standings(p, draw, sorted(activated), activated)
         seated: list[str] = []
         if draw.seats is not None:
@@ -336,13 +337,13 @@ class PromotionStore:
             seated = [s.card for s in seat_holders(p, draw, boards)]
         pool = EntryPool.from_standings(p.id, draw, standings, closed_at=now, seated=seated)
         # SET NX: two daemons racing to freeze agree on whichever pool landed first
-        await self.redis.set(self._k("pool", p.id, draw.id), pool.canonical(), nx=True)
+        await self.redis.set(self.key("pool", p.id, draw.id), pool.canonical(), nx=True)
         frozen = await self.pool(promotion_id, draw_id)
         assert frozen is not None
         return frozen
 
     async def pool(self, promotion_id: str, draw_id: str) -> EntryPool | None:
-        raw = await self.redis.get(self._k("pool", promotion_id, draw_id))
+        raw = await self.redis.get(self.key("pool", promotion_id, draw_id))
         if raw is None:
             return None
         return EntryPool.parse(raw.encode() if isinstance(raw, str) else raw)

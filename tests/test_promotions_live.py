@@ -115,6 +115,14 @@ async def test_scripted_week_standings_and_boards(gh_settings: Settings, pub: Pu
         assert sipho["tickets"] == 0
         assert sipho["eligible"] is False
 
+        summary = await d.get(f"/promotions/{GH}/draws/halfway/summary")
+        assert summary["members_with_play"] == 3
+        assert summary["eligible"] == 2  # Sipho is excluded
+        assert summary["qualified"] == 2
+        assert summary["tickets"] == 27 + 32
+        assert summary["entries"] == 0  # nobody activated yet
+        assert summary["by_tier"]["Q"] == {"qualified": 1, "tickets": 27}
+        assert summary["by_tier"]["J"] == {"qualified": 1, "tickets": 32}
         live = await d.get(f"/promotions/{GH}/draws/halfway/leaderboards/slots?view=live")
         assert [(e["card"], e["points"]) for e in live["entries"]] == [
             ("1002", 30000),

@@ -1,0 +1,225 @@
+"""The ticket rules for a whole member base at once, on numpy arrays.
+
+`standing` (rules.py) is the reference: one member, with every rule line explained. This
+module computes the same numbers — eligibility, qualification, tickets per tombola — for
+hundreds of thousands of members in one pass, for recomputes, summaries and reports.
+`tests/test_promotions_bulk.py` holds it to the reference on random members and stats for
+every draw of both seed promotions; a rule added to one must be added to the other.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from bonusd.promotions.kinds import QualificationKind, Side, Tombola, TombolaMode
+from bonusd.promotions.schema import Draw, Promotion
+from bonusd.promotions.timing import earning_window
+from bonusd.registry import Member, Tier
+
+Ints = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+TIERS: tuple[Tier, ...] = tuple(Tier)
+_TIER_CODE = {t.value: n for n, t in enumerate(TIERS)}
+
+
+@dataclass(frozen=True)
+class MemberArrays:
+    """The rules' view of N members, column by column (row i is one member)."""
+
+    cards: Sequence[str]
+    tier: Ints  # index into TIERS
+    app_user: Bools
+    excluded: Bools
+    birth_year: Ints  # 0 when the date of birth is unknown
+    birth_md: Ints  # month * 100 + day
+    last_visit: Ints  # proleptic ordinal of the date; 0 for none
+
+    @classmethod
+    def from_index(cls, cards: Sequence[str], texts: Sequence[str | None]) -> MemberArrays:
+        """From `Member.to_index` strings (None: not registered, treated as excluded)."""
+        n = len(cards)
+        tier = np.zeros(n, np.int64)
+        app = np.zeros(n, np.bool_)
+        excluded = np.zeros(n, np.bool_)
+        by = np.zeros(n, np.int64)
+        bmd = np.zeros(n, np.int64)
+        last = np.zeros(n, np.int64)
+        for i, text in enumerate(texts):
+            if text is None:
+                excluded[i] = True
+                continue
+            t, a, x, dob, lv = text.split("|")
+            tier[i] = _TIER_CODE[t]
+            app[i] = a == "1"
+            excluded[i] = x == "1"
+            if dob:
+                by[i] = int(dob[:4])
+                bmd[i] = int(dob[5:7]) * 100 + int(dob[8:10])
+            if lv:
+                last[i] = dt.date.fromisoformat(lv).toordinal()
+        return cls(cards, tier, app, excluded, by, bmd, last)
+
+    def take(self, cards: Sequence[str], rows: Ints, found: Bools) -> MemberArrays:
+        """The rows `rows` of these arrays as members `cards`; where not `found`, a card
+        that was never registered (treated as excluded: it cannot be judged)."""
+        return MemberArrays(
+            cards,
+            self.tier[rows],
+            self.app_user[rows],
+            self.excluded[rows] | ~found,
+            self.birth_year[rows],
+            self.birth_md[rows],
+            self.last_visit[rows],
+        )
+
+    @classmethod
+    def from_members(cls, members: Sequence[Member]) -> MemberArrays:
+        return cls.from_index([m.card for m in members], [m.to_index() for m in members])
+
+
+@dataclass(frozen=True)
+class StatArrays:
+    """Window stats of the same N members (see `stats.MemberWindowStats`)."""
+
+    slots_points: Ints
+    tables_points: Ints
+    slots_plays: Ints
+    tables_plays: Ints
+    slots_visits: Ints
+    tables_visits: Ints
+    visits: Ints
+    telemetry_since: dt.date | None = None
+
+    def points(self, side: Side) -> Ints:
+        return self.slots_points if side is Side.SLOTS else self.tables_points
+
+    def plays(self, side: Side) -> Ints:
+        return self.slots_plays if side is Side.SLOTS else self.tables_plays
+
+    def side_visits(self, side: Side) -> Ints:
+        return self.slots_visits if side is Side.SLOTS else self.tables_visits
+
+
+@dataclass(frozen=True)
+class BulkStandings:
+    """Numbers of every member's standing in one draw (row i is member i)."""
+
+    eligible: Bools
+    qualified: Bools
+    visits: Ints  # credited visits (0 for a member who may not take part)
+    tickets: Ints
+    per_tombola: dict[Tombola, Ints]
+    side_qualified: dict[Side, Bools]
+
+
+def needed_fields(draw: Draw) -> frozenset[str]:
+    """The `StatArrays` columns `bulk_standings` reads for `draw` (the others may be zero):
+    a recompute fetches only these. Kept beside the rules; the bulk test checks it."""
+    rule, t = draw.qualification, draw.tickets
+    separate = draw.tombolas is TombolaMode.SEPARATE
+    fields: set[str] = set()
+    if rule.kind is QualificationKind.ACTIVES:
+        fields.add("visits")
+    for side in rule.sides if rule.kind is not QualificationKind.ACTIVES else ():
+        if rule.kind is QualificationKind.THRESHOLD or t.per_points:
+            fields.add(f"{side.value}_points")
+        if rule.kind is QualificationKind.PLAY_IN_WINDOW:
+            fields.add(f"{side.value}_plays")
+        if separate and t.per_visit:
+            fields.add(f"{side.value}_visits")
+    if not separate and t.per_visit:
+        fields.add("visits")
+    return frozenset(fields)
+
+
+def bulk_standings(
+    promotion: Promotion,
+    draw: Draw,
+    members: MemberArrays,
+    stats: StatArrays,
+    *,
+    on_date: dt.date | None = None,
+) -> BulkStandings:
+    """Every member's eligibility, qualification and tickets in `draw`."""
+    day = on_date or draw.date
+    eligible = ~members.excluded & _old_enough(promotion, members, day)
+    allowed = [TIERS.index(t) for t in promotion.draw_tiers(draw)]
+    eligible &= np.isin(members.tier, allowed)
+
+    rule = draw.qualification
+    zeros = np.zeros(len(members.cards), np.int64)
+    side_q: dict[Side, Bools] = {}
+    if rule.kind is QualificationKind.ACTIVES:
+        visits = _credited_visits(promotion, draw, members, stats)
+        qualified = visits > 0
+    else:
+        visits = stats.visits
+        for side in rule.sides:
+            if rule.kind is QualificationKind.THRESHOLD:
+                assert rule.threshold is not None
+                side_q[side] = stats.points(side) >= rule.threshold
+            else:
+                side_q[side] = stats.plays(side) > 0
+        qualified = np.zeros(len(members.cards), np.bool_)
+        for q in side_q.values():
+            qualified |= q
+    qualified &= eligible
+
+    t = draw.tickets
+    separate = draw.tombolas is TombolaMode.SEPARATE
+    per: dict[Tombola, Ints] = {name: zeros.copy() for name in draw.tombola_names}
+    for side, q in side_q.items():
+        tombola = Tombola(side.value) if separate else Tombola.POOLED
+        if t.per_points:
+            per[tombola] += np.where(q, stats.points(side) // t.per_points, 0)
+        if separate and t.per_visit:
+            per[tombola] += np.where(q, stats.side_visits(side) * t.per_visit, 0)
+    if not separate:
+        pooled = per[Tombola.POOLED]
+        if t.min_one_if_played:
+            pooled += np.where(pooled == 0, 1, 0)
+        if t.per_visit:
+            pooled += visits * t.per_visit
+        pooled += t.base
+        if t.app_bonus:
+            pooled += np.where(members.app_user, t.app_bonus, 0)
+        caps = np.full(len(TIERS), np.iinfo(np.int64).max, np.int64)
+        for tier, cap in draw.caps.items():
+            caps[TIERS.index(tier)] = cap
+        np.minimum(pooled, caps[members.tier], out=pooled)
+    for name, counts in per.items():
+        per[name] = np.where(qualified, counts, 0)
+    tickets = sum(per.values(), zeros.copy())
+    return BulkStandings(
+        eligible=eligible,
+        qualified=qualified,
+        visits=np.where(eligible, visits, 0),
+        tickets=tickets,
+        per_tombola=per,
+        side_qualified={s: q & eligible for s, q in side_q.items()},
+    )
+
+
+def _old_enough(promotion: Promotion, m: MemberArrays, day: dt.date) -> Bools:
+    known = m.birth_year > 0
+    under = (day.month * 100 + day.day) < m.birth_md
+    age = day.year - m.birth_year - under
+    ok = age >= promotion.exclusions.minimum_age
+    if promotion.exclusions.require_date_of_birth:
+        return known & ok
+    return ~known | ok
+
+
+def _credited_visits(promotion: Promotion, draw: Draw, m: MemberArrays, stats: StatArrays) -> Ints:
+    window = earning_window(promotion, draw)
+    first, last = window.first_day.toordinal(), window.last_day.toordinal()
+    covered = (m.last_visit >= first) & (m.last_visit <= last) & (m.last_visit > 0)
+    if stats.telemetry_since is None:
+        return np.where(covered, np.maximum(stats.visits, 1), stats.visits)
+    blind = m.last_visit < stats.telemetry_since.toordinal()
+    return np.where(covered & blind, stats.visits + 1, stats.visits)

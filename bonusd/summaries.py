@@ -1,0 +1,172 @@
+"""Whole-draw views of a promotion: summaries and full recomputes over every member,
+with the bulk (numpy) rules of `bonusd.promotions.bulk` on the per-field hashes the
+ingest keeps (`pwf:{promotion}:{draw}:{field}`, card -> value)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from bonusd.promotions import Promotion, Side
+from bonusd.promotions.bulk import (
+    TIERS,
+    MemberArrays,
+    StatArrays,
+    bulk_standings,
+    needed_fields,
+)
+from bonusd.promotions.schema import Draw
+from bonusd.standings import PromotionStore
+
+_BULK_FIELDS = (
+    "slots_points",
+    "tables_points",
+    "slots_plays",
+    "tables_plays",
+    "slots_visits",
+    "tables_visits",
+    "visits",
+)
+
+
+def _column(cards: npt.NDArray[np.str_], values: dict[str, str]) -> npt.NDArray[np.int64]:
+    """A card -> value hash as a column aligned with the sorted `cards` (0 where absent).
+    Parsing and placing happen in numpy, not per member in Python."""
+    out = np.zeros(len(cards), np.int64)
+    if values:
+        keys = np.array(list(values.keys()), dtype=np.str_)
+        out[np.searchsorted(cards, keys)] = np.array(list(values.values())).astype(np.int64)
+    return out
+
+
+class DrawSummaries:
+    """Bulk reads of the live promotions of one site."""
+
+    def __init__(self, store: PromotionStore) -> None:
+        self._store = store
+        self._redis = store.redis
+        self._keys = store.keys
+
+    async def _member_index(self) -> tuple[npt.NDArray[np.str_], MemberArrays]:
+        """Every registered member, sorted by card, as arrays (read once per recompute)."""
+        index = cast(dict[str, str], await self._redis.hgetall(self._keys.member_index))
+        cards = sorted(index)
+        return np.array(cards), MemberArrays.from_index(cards, [index[c] for c in cards])
+
+    async def _arrays(
+        self,
+        p: Promotion,
+        draw: Draw,
+        index: tuple[npt.NDArray[np.str_], MemberArrays] | None = None,
+    ) -> tuple[npt.NDArray[np.str_], MemberArrays, StatArrays, set[str]]:
+        """Every member with play or an activation in the draw, as column arrays."""
+        played = cast(set[str], await self._redis.smembers(self._store.key("pm", p.id, draw.id)))
+        activated = set(
+            cast(list[str], await self._redis.hkeys(self._store.key("act", p.id, draw.id)))
+        )
+        cards = np.unique(np.array(sorted(played | activated), dtype=np.str_))
+        index_cards, everyone = index or await self._member_index()
+        rows = np.searchsorted(index_cards, cards).clip(0, max(len(index_cards) - 1, 0))
+        found = index_cards[rows] == cards if len(index_cards) else np.zeros(len(cards), np.bool_)
+        members = (
+            everyone.take(cards.tolist(), rows, found)
+            if len(index_cards)
+            else (MemberArrays.from_index(cards.tolist(), [None] * len(cards)))
+        )
+        # only the columns this draw's rules read: a draw of 200,000 members moves
+        # 200,000 values per column, and that transfer is most of a recompute
+        boards = {f"{s.value}_points" for s in draw.qualification.sides if draw.leaderboard}
+        wanted = sorted(needed_fields(draw) | boards)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for name in wanted:
+                pipe.hgetall(self._store.key("pwf", p.id, draw.id, name))
+            maps: list[dict[str, str]] = await pipe.execute()
+        fetched = dict(zip(wanted, maps, strict=True))
+        columns = {name: _column(cards, fetched.get(name, {})) for name in _BULK_FIELDS}
+        since = cast(str | None, await self._redis.hget(self._keys.stats, "telemetry_since"))
+        stats = StatArrays(
+            **columns, telemetry_since=dt.date.fromisoformat(since) if since else None
+        )
+        return cards, members, stats, activated
+
+    async def summary(self, promotion_id: str, draw_id: str) -> dict[str, Any]:
+        """Counts and ticket totals of a draw over its whole member base (bulk rules)."""
+        p, draw = self._store.draw(promotion_id, draw_id)
+        cards, members, stats, activated = await self._arrays(p, draw)
+        bulk = bulk_standings(p, draw, members, stats)
+        act = np.isin(cards, np.array(sorted(activated), dtype=np.str_))
+        by_tier = {}
+        for code, tier in enumerate(TIERS):
+            mine = members.tier == code
+            by_tier[tier.value] = {
+                "qualified": int((bulk.qualified & mine).sum()),
+                "tickets": int(bulk.tickets[mine].sum()),
+            }
+        return {
+            "promotion": p.id,
+            "draw": draw.id,
+            "members_with_play": len(cards),
+            "eligible": int(bulk.eligible.sum()),
+            "qualified": int(bulk.qualified.sum()),
+            "activated": int(act.sum()),
+            "tickets": int(bulk.tickets.sum()),
+            "entries": int(bulk.tickets[act].sum()),
+            "per_tombola": {str(t): int(v.sum()) for t, v in bulk.per_tombola.items()},
+            "by_tier": by_tier,
+        }
+
+    async def recompute(self, promotion_id: str) -> dict[str, dict[str, int]]:
+        """Every standing and every board of a promotion, recomputed from the live totals
+        with the bulk rules: per draw, how many standings and board places."""
+        p = self._store.promotion(promotion_id)
+        index = await self._member_index()
+        out: dict[str, dict[str, int]] = {}
+        for draw in p.draw_list:
+            cards, members, stats, _ = await self._arrays(p, draw, index)
+            bulk = bulk_standings(p, draw, members, stats)
+            placed = 0
+            if draw.leaderboard:
+                for side in draw.qualification.sides:
+                    placed += len(
+                        await self._ranked(
+                            p=p,
+                            draw=draw,
+                            side=side,
+                            cards=cards,
+                            eligible=bulk.eligible,
+                            stats=stats,
+                        )
+                    )
+            out[draw.id] = {
+                "standings": len(cards),
+                "qualified": int(bulk.qualified.sum()),
+                "tickets": int(bulk.tickets.sum()),
+                "board_places": placed,
+            }
+        return out
+
+    async def _ranked(
+        self,
+        *,
+        p: Promotion,
+        draw: Draw,
+        side: Side,
+        cards: npt.NDArray[np.str_],
+        eligible: npt.NDArray[np.bool_],
+        stats: StatArrays,
+    ) -> npt.NDArray[np.str_]:
+        """A whole board in order (eligible members with points; ties to the earliest)."""
+        reached_map = cast(
+            dict[str, str],
+            await self._redis.hgetall(
+                self._store.key("pwf", p.id, draw.id, f"{side.value}_reached")
+            ),
+        )
+        reached = _column(cards, reached_map)
+        points = stats.points(side)
+        chosen = np.flatnonzero(eligible & (points > 0))
+        order = np.lexsort((cards[chosen], reached[chosen], -points[chosen]))
+        return cards[chosen][order]
