@@ -67,7 +67,7 @@ class DrawSummaries:
         activated = set(
             cast(list[str], await self._redis.hkeys(self._store.key("act", p.id, draw.id)))
         )
-        cards = np.unique(np.array(sorted(played | activated), dtype=np.str_))
+        cards = np.unique(np.array(list(played | activated), dtype=np.str_))
         index_cards, everyone = index or await self._member_index()
         rows = np.searchsorted(index_cards, cards).clip(0, max(len(index_cards) - 1, 0))
         found = index_cards[rows] == cards if len(index_cards) else np.zeros(len(cards), np.bool_)
@@ -148,6 +148,16 @@ class DrawSummaries:
             }
         return out
 
+    async def board(self, promotion_id: str, draw_id: str, side: Side) -> list[str]:
+        """A whole board's cards in order, computed in bulk (what `recompute` ranks)."""
+        p, draw = self._store.draw(promotion_id, draw_id)
+        cards, members, stats, _ = await self._arrays(p, draw)
+        bulk = bulk_standings(p, draw, members, stats)
+        ranked = await self._ranked(
+            p=p, draw=draw, side=side, cards=cards, eligible=bulk.eligible, stats=stats
+        )
+        return [str(c) for c in ranked]
+
     async def _ranked(
         self,
         *,
@@ -159,14 +169,17 @@ class DrawSummaries:
         stats: StatArrays,
     ) -> npt.NDArray[np.str_]:
         """A whole board in order (eligible members with points; ties to the earliest)."""
-        reached_map = cast(
-            dict[str, str],
-            await self._redis.hgetall(
-                self._store.key("pwf", p.id, draw.id, f"{side.value}_reached")
-            ),
-        )
-        reached = _column(cards, reached_map)
         points = stats.points(side)
         chosen = np.flatnonzero(eligible & (points > 0))
+        # when a total was reached only matters between members with the same points:
+        # fetch it for those alone
+        _, inverse, counts = np.unique(points[chosen], return_inverse=True, return_counts=True)
+        tied = chosen[counts[inverse] > 1]
+        reached = np.zeros(len(cards), np.int64)
+        key = self._store.key("pwf", p.id, draw.id, f"{side.value}_reached")
+        for i in range(0, len(tied), 20_000):
+            rows = tied[i : i + 20_000]
+            got = cast(list[str | None], await self._redis.hmget(key, cards[rows].tolist()))
+            reached[rows] = [int(x) if x else 2**62 for x in got]
         order = np.lexsort((cards[chosen], reached[chosen], -points[chosen]))
         return cards[chosen][order]

@@ -14,8 +14,10 @@ from bonusd.accounting import PromotionBook
 from bonusd.clock import GamingCalendar
 from bonusd.keys import Keys
 from bonusd.promotions import Play, Side, aggregate, load_promotion
+from bonusd.registry import Member, Tier
 from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
+from bonusd.summaries import DrawSummaries
 from bonusd.telemetry import DecodeLimits, FloorEvent, TelemetryDecoder
 from simulators import Encoder, FloorConfig, build_floor, generate_events
 from tests.conftest import PROJECT
@@ -71,4 +73,32 @@ async def test_live_window_stats_equal_the_reference(site: str, redis_url: str) 
             assert stats == want, (draw_id, card)
             checked += stats.slots.points + stats.tables.points
     assert checked > 0  # the evening really counted for the draws
+    await r.aclose()
+
+
+async def test_bulk_board_order_equals_the_reference(site: str, redis_url: str) -> None:
+    """Ties on points (many here) are broken by who got there first, in bulk as in the
+    per-member reference; excluded and unregistered members are never placed."""
+    promotion = load_promotion(PROJECT / "promotions" / "golden-horse-mega-points-chase.toml")
+    r = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    keys = Keys("bonusd", site)
+    store = FloorStore(r, keys, dedup_ttl_s=3600, deadletter_maxlen=10, deadletter_payload_bytes=10)
+    members = [
+        Member(card=f"9{i:03d}", name="M", tier=Tier.Q, excluded=i % 17 == 0) for i in range(300)
+    ]
+    await store.import_members(members)
+    head = f"{keys.base}pwf:{promotion.id}:halfway"
+    points = {f"9{i:03d}": 1000 * (i % 7) for i in range(320)}  # 9300.. are unregistered
+    reached = {card: 1_790_000_000_000 + (i * 7919) % 1000 for i, card in enumerate(points)}
+    await r.hset(f"{head}:slots_points", mapping=points)
+    await r.hset(f"{head}:slots_reached", mapping=reached)
+    await r.sadd(f"{keys.base}pm:{promotion.id}:halfway", *points)
+    await r.zadd(f"{keys.base}lb:{promotion.id}:halfway:slots", points)
+    live = PromotionStore(r, keys, [promotion])
+    reference = [x.card for x in await live.full_board(promotion.id, "halfway", Side.SLOTS)]
+    bulk = await DrawSummaries(live).board(promotion.id, "halfway", Side.SLOTS)
+    assert bulk == reference
+    assert len(reference) == sum(
+        1 for i in range(300) if i % 7 and i % 17
+    )  # points > 0, registered, not excluded
     await r.aclose()
