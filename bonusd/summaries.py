@@ -63,28 +63,26 @@ class DrawSummaries:
         index: tuple[npt.NDArray[np.str_], MemberArrays] | None = None,
     ) -> tuple[npt.NDArray[np.str_], MemberArrays, StatArrays, set[str]]:
         """Every member with play or an activation in the draw, as column arrays."""
-        played = cast(set[str], await self._redis.smembers(self._store.key("pm", p.id, draw.id)))
-        activated = set(
-            cast(list[str], await self._redis.hkeys(self._store.key("act", p.id, draw.id)))
-        )
-        cards = np.unique(np.array(list(played | activated), dtype=np.str_))
+        # every play in the window counts a gaming day, so the keys of the `visits` column
+        # are exactly the members with play: no separate read of the member set
+        boards = {f"{s.value}_points" for s in draw.qualification.sides if draw.leaderboard}
+        wanted = sorted(needed_fields(draw) | boards | {"visits"})
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hkeys(self._store.key("act", p.id, draw.id))
+            for name in wanted:
+                pipe.hgetall(self._store.key("pwf", p.id, draw.id, name))
+            replies = await pipe.execute()
+        activated = set(cast(list[str], replies[0]))
+        fetched: dict[str, dict[str, str]] = dict(zip(wanted, replies[1:], strict=True))
+        cards = np.unique(np.array([*fetched["visits"].keys(), *activated], dtype=np.str_))
         index_cards, everyone = index or await self._member_index()
         rows = np.searchsorted(index_cards, cards).clip(0, max(len(index_cards) - 1, 0))
         found = index_cards[rows] == cards if len(index_cards) else np.zeros(len(cards), np.bool_)
         members = (
             everyone.take(cards.tolist(), rows, found)
             if len(index_cards)
-            else (MemberArrays.from_index(cards.tolist(), [None] * len(cards)))
+            else MemberArrays.from_index(cards.tolist(), [None] * len(cards))
         )
-        # only the columns this draw's rules read: a draw of 200,000 members moves
-        # 200,000 values per column, and that transfer is most of a recompute
-        boards = {f"{s.value}_points" for s in draw.qualification.sides if draw.leaderboard}
-        wanted = sorted(needed_fields(draw) | boards)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for name in wanted:
-                pipe.hgetall(self._store.key("pwf", p.id, draw.id, name))
-            maps: list[dict[str, str]] = await pipe.execute()
-        fetched = dict(zip(wanted, maps, strict=True))
         columns = {name: _column(cards, fetched.get(name, {})) for name in _BULK_FIELDS}
         since = cast(str | None, await self._redis.hget(self._keys.stats, "telemetry_since"))
         stats = StatArrays(

@@ -92,6 +92,7 @@ async def test_bulk_board_order_equals_the_reference(site: str, redis_url: str) 
     reached = {card: 1_790_000_000_000 + (i * 7919) % 1000 for i, card in enumerate(points)}
     await r.hset(f"{head}:slots_points", mapping=points)
     await r.hset(f"{head}:slots_reached", mapping=reached)
+    await r.hset(f"{head}:visits", mapping=dict.fromkeys(points, 1))  # as ingest leaves it
     await r.sadd(f"{keys.base}pm:{promotion.id}:halfway", *points)
     await r.zadd(f"{keys.base}lb:{promotion.id}:halfway:slots", points)
     live = PromotionStore(r, keys, [promotion])
