@@ -33,9 +33,9 @@ from rich.table import Table
 
 from bonusd.keys import Keys
 from bonusd.promotions import Side, parse_promotion
+from bonusd.promotions.bulk import needed_fields
 from bonusd.registry import Member, Tier
 from bonusd.settings import Settings
-from bonusd.promotions.bulk import needed_fields
 from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
 from bonusd.summaries import DrawSummaries
