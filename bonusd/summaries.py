@@ -32,13 +32,12 @@ _BULK_FIELDS = (
 )
 
 
-def _column(cards: npt.NDArray[np.str_], values: dict[str, str]) -> npt.NDArray[np.int64]:
-    """A card -> value hash as a column aligned with the sorted `cards` (0 where absent).
-    Parsing and placing happen in numpy, not per member in Python."""
-    out = np.zeros(len(cards), np.int64)
+def _column(rows: dict[str, int], values: dict[str, str]) -> npt.NDArray[np.int64]:
+    """A card -> value hash as a column in the row order of `rows` (0 where absent)."""
+    out = np.zeros(len(rows), np.int64)
     if values:
-        keys = np.array(list(values.keys()), dtype=np.str_)
-        out[np.searchsorted(cards, keys)] = np.array(list(values.values())).astype(np.int64)
+        where = np.fromiter(map(rows.__getitem__, values.keys()), np.int64, len(values))
+        out[where] = np.fromiter(map(int, values.values()), np.int64, len(values))
     return out
 
 
@@ -50,17 +49,18 @@ class DrawSummaries:
         self._redis = store.redis
         self._keys = store.keys
 
-    async def _member_index(self) -> tuple[npt.NDArray[np.str_], MemberArrays]:
-        """Every registered member, sorted by card, as arrays (read once per recompute)."""
+    async def _member_index(self) -> tuple[dict[str, int], MemberArrays]:
+        """Every registered member as arrays, and each card's row (read once per recompute)."""
         index = cast(dict[str, str], await self._redis.hgetall(self._keys.member_index))
-        cards = sorted(index)
-        return np.array(cards), MemberArrays.from_index(cards, [index[c] for c in cards])
+        cards = list(index)
+        rows = {card: n for n, card in enumerate(cards)}
+        return rows, MemberArrays.from_index(cards, list(index.values()))
 
     async def _arrays(
         self,
         p: Promotion,
         draw: Draw,
-        index: tuple[npt.NDArray[np.str_], MemberArrays] | None = None,
+        index: tuple[dict[str, int], MemberArrays] | None = None,
     ) -> tuple[npt.NDArray[np.str_], MemberArrays, StatArrays, set[str]]:
         """Every member with play or an activation in the draw, as column arrays."""
         # every play in the window counts a gaming day, so the keys of the `visits` column
@@ -75,15 +75,17 @@ class DrawSummaries:
         activated = set(cast(list[str], replies[0]))
         fetched: dict[str, dict[str, str]] = dict(zip(wanted, replies[1:], strict=True))
         cards = np.unique(np.array([*fetched["visits"].keys(), *activated], dtype=np.str_))
-        index_cards, everyone = index or await self._member_index()
-        rows = np.searchsorted(index_cards, cards).clip(0, max(len(index_cards) - 1, 0))
-        found = index_cards[rows] == cards if len(index_cards) else np.zeros(len(cards), np.bool_)
+        index_rows, everyone = index or await self._member_index()
+        card_list = cards.tolist()
+        rows = np.fromiter((index_rows.get(c, -1) for c in card_list), np.int64, len(card_list))
+        found = rows >= 0
         members = (
-            everyone.take(cards.tolist(), rows, found)
-            if len(index_cards)
-            else MemberArrays.from_index(cards.tolist(), [None] * len(cards))
+            everyone.take(card_list, np.where(found, rows, 0), found)
+            if index_rows
+            else MemberArrays.from_index(card_list, [None] * len(card_list))
         )
-        columns = {name: _column(cards, fetched.get(name, {})) for name in _BULK_FIELDS}
+        rows_of = {card: n for n, card in enumerate(card_list)}
+        columns = {name: _column(rows_of, fetched.get(name, {})) for name in _BULK_FIELDS}
         since = cast(str | None, await self._redis.hget(self._keys.stats, "telemetry_since"))
         stats = StatArrays(
             **columns, telemetry_since=dt.date.fromisoformat(since) if since else None
