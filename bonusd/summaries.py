@@ -4,7 +4,10 @@ ingest keeps (`pwf:{promotion}:{draw}:{field}`, card -> value)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import gc
+from collections.abc import Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -30,6 +33,19 @@ _BULK_FIELDS = (
     "tables_visits",
     "visits",
 )
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Hold full garbage collections while millions of short-lived strings and dicts are
+    built: they hold no cycles, and each collection would walk all of them again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _column(rows: dict[str, int], values: dict[str, str]) -> npt.NDArray[np.int64]:
@@ -122,6 +138,10 @@ class DrawSummaries:
         """Every standing and every board of a promotion, recomputed from the live totals
         with the bulk rules: per draw, how many standings and board places."""
         p = self._store.promotion(promotion_id)
+        with _collector_paused():
+            return await self._recompute(p)
+
+    async def _recompute(self, p: Promotion) -> dict[str, dict[str, int]]:
         index = await self._member_index()
         out: dict[str, dict[str, int]] = {}
         for draw in p.draw_list:
@@ -177,9 +197,15 @@ class DrawSummaries:
         tied = chosen[counts[inverse] > 1]
         reached = np.zeros(len(cards), np.int64)
         key = self._store.key("pwf", p.id, draw.id, f"{side.value}_reached")
-        for i in range(0, len(tied), 20_000):
-            rows = tied[i : i + 20_000]
-            got = cast(list[str | None], await self._redis.hmget(key, cards[rows].tolist()))
-            reached[rows] = [int(x) if x else 2**62 for x in got]
+        if len(tied) > len(cards) // 10:
+            # many ties: one whole-hash read beats packing a huge HMGET
+            everything = cast(dict[str, str], await self._redis.hgetall(key))
+            names = cards[tied].tolist()
+            reached[tied] = [int(everything.get(c) or 2**62) for c in names]
+        else:
+            for i in range(0, len(tied), 20_000):
+                rows = tied[i : i + 20_000]
+                got = cast(list[str | None], await self._redis.hmget(key, cards[rows].tolist()))
+                reached[rows] = [int(x) if x else 2**62 for x in got]
         order = np.lexsort((cards[chosen], reached[chosen], -points[chosen]))
         return cards[chosen][order]
