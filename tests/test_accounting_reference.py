@@ -102,4 +102,12 @@ async def test_bulk_board_order_equals_the_reference(site: str, redis_url: str) 
     assert len(reference) == sum(
         1 for i in range(300) if i % 7 and i % 17
     )  # points > 0, registered, not excluded
+    # few ties (the other path: the reached instants of the tied members alone)
+    tables = {card: 5000 + i - (i % 40 == 0) for i, card in enumerate(points)}
+    await r.hset(f"{head}:tables_points", mapping=tables)
+    await r.hset(f"{head}:tables_reached", mapping=reached)
+    await r.zadd(f"{keys.base}lb:{promotion.id}:halfway:tables", tables)
+    reference = [x.card for x in await live.full_board(promotion.id, "halfway", Side.TABLES)]
+    bulk = await DrawSummaries(live).board(promotion.id, "halfway", Side.TABLES)
+    assert bulk == reference
     await r.aclose()
