@@ -4,11 +4,9 @@ ingest keeps (`pwf:{promotion}:{draw}:{field}`, card -> value)."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import gc
-from collections.abc import Iterator
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,19 +33,6 @@ _BULK_FIELDS = (
 )
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Hold full garbage collections while millions of short-lived strings and dicts are
-    built: they hold no cycles, and each collection would walk all of them again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _column(rows: dict[str, int], values: dict[str, str]) -> npt.NDArray[np.int64]:
     """A card -> value hash as a column in the row order of `rows` (0 where absent)."""
     out = np.zeros(len(rows), np.int64)
@@ -55,6 +40,23 @@ def _column(rows: dict[str, int], values: dict[str, str]) -> npt.NDArray[np.int6
         where = np.fromiter(map(rows.__getitem__, values.keys()), np.int64, len(values))
         out[where] = np.fromiter(map(int, values.values()), np.int64, len(values))
     return out
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """One draw's raw replies: activated cards and the needed columns (card -> value)."""
+
+    activated: set[str]
+    columns: dict[str, dict[str, str]]
+
+
+_Index = tuple[dict[str, int], MemberArrays]
+
+
+def _index(raw: dict[str, str]) -> _Index:
+    """Every registered member as arrays, and each card's row in them."""
+    cards = list(raw)
+    return {c: n for n, c in enumerate(cards)}, MemberArrays.from_index(cards, list(raw.values()))
 
 
 class DrawSummaries:
@@ -65,33 +67,48 @@ class DrawSummaries:
         self._redis = store.redis
         self._keys = store.keys
 
-    async def _member_index(self) -> tuple[dict[str, int], MemberArrays]:
-        """Every registered member as arrays, and each card's row (read once per recompute)."""
-        index = cast(dict[str, str], await self._redis.hgetall(self._keys.member_index))
-        cards = list(index)
-        rows = {card: n for n, card in enumerate(cards)}
-        return rows, MemberArrays.from_index(cards, list(index.values()))
-
-    async def _arrays(
-        self,
-        p: Promotion,
-        draw: Draw,
-        index: tuple[dict[str, int], MemberArrays] | None = None,
-    ) -> tuple[npt.NDArray[np.str_], MemberArrays, StatArrays, set[str]]:
-        """Every member with play or an activation in the draw, as column arrays."""
-        # every play in the window counts a gaming day, so the keys of the `visits` column
-        # are exactly the members with play: no separate read of the member set
-        boards = {f"{s.value}_points" for s in draw.qualification.sides if draw.leaderboard}
-        wanted = sorted(needed_fields(draw) | boards | {"visits"})
+    async def _fetch(
+        self, p: Promotion, draws: list[Draw], *, with_index: bool
+    ) -> tuple[list[_Fetched], dict[str, str] | None, dt.date | None]:
+        """Everything the draws' rules read, in one pipeline: Redis builds the next reply
+        while this process parses the last one. Only the columns the rules need; every
+        play counts a gaming day, so the `visits` column's keys are the members with play."""
+        plan = []
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hkeys(self._store.key("act", p.id, draw.id))
-            for name in wanted:
-                pipe.hgetall(self._store.key("pwf", p.id, draw.id, name))
+            pipe.hget(self._keys.stats, "telemetry_since")
+            if with_index:
+                pipe.hgetall(self._keys.member_index)
+            for draw in draws:
+                sides = draw.qualification.sides if draw.leaderboard else []
+                wanted = sorted(
+                    needed_fields(draw)
+                    | {f"{s.value}_points" for s in sides}
+                    | {f"{s.value}_reached" for s in sides}
+                    | {"visits"}
+                )
+                plan.append(wanted)
+                pipe.hkeys(self._store.key("act", p.id, draw.id))
+                for name in wanted:
+                    pipe.hgetall(self._store.key("pwf", p.id, draw.id, name))
             replies = await pipe.execute()
-        activated = set(cast(list[str], replies[0]))
-        fetched: dict[str, dict[str, str]] = dict(zip(wanted, replies[1:], strict=True))
-        cards = np.unique(np.array([*fetched["visits"].keys(), *activated], dtype=np.str_))
-        index_rows, everyone = index or await self._member_index()
+        since = dt.date.fromisoformat(replies[0]) if replies[0] else None
+        index = replies[1] if with_index else None
+        at = 2 if with_index else 1
+        out = []
+        for wanted in plan:
+            activated = set(replies[at])
+            columns = dict(zip(wanted, replies[at + 1 : at + 1 + len(wanted)], strict=True))
+            out.append(_Fetched(activated, columns))
+            at += 1 + len(wanted)
+        return out, index, since
+
+    def _build(
+        self, fetched: _Fetched, index: _Index, since: dt.date | None
+    ) -> tuple[npt.NDArray[np.str_], MemberArrays, StatArrays]:
+        """Column arrays of every member with play or an activation in one draw."""
+        columns = fetched.columns
+        cards = np.unique(np.array([*columns["visits"].keys(), *fetched.activated], np.str_))
+        index_rows, everyone = index
         card_list = cards.tolist()
         rows = np.fromiter((index_rows.get(c, -1) for c in card_list), np.int64, len(card_list))
         found = rows >= 0
@@ -101,19 +118,26 @@ class DrawSummaries:
             else MemberArrays.from_index(card_list, [None] * len(card_list))
         )
         rows_of = {card: n for n, card in enumerate(card_list)}
-        columns = {name: _column(rows_of, fetched.get(name, {})) for name in _BULK_FIELDS}
-        since = cast(str | None, await self._redis.hget(self._keys.stats, "telemetry_since"))
         stats = StatArrays(
-            **columns, telemetry_since=dt.date.fromisoformat(since) if since else None
+            **{name: _column(rows_of, columns.get(name, {})) for name in _BULK_FIELDS},
+            telemetry_since=since,
         )
-        return cards, members, stats, activated
+        return cards, members, stats
+
+    async def _arrays(
+        self, p: Promotion, draw: Draw
+    ) -> tuple[npt.NDArray[np.str_], MemberArrays, StatArrays, _Fetched]:
+        (fetched,), raw_index, since = await self._fetch(p, [draw], with_index=True)
+        assert raw_index is not None
+        cards, members, stats = self._build(fetched, _index(raw_index), since)
+        return cards, members, stats, fetched
 
     async def summary(self, promotion_id: str, draw_id: str) -> dict[str, Any]:
         """Counts and ticket totals of a draw over its whole member base (bulk rules)."""
         p, draw = self._store.draw(promotion_id, draw_id)
-        cards, members, stats, activated = await self._arrays(p, draw)
+        cards, members, stats, fetched = await self._arrays(p, draw)
         bulk = bulk_standings(p, draw, members, stats)
-        act = np.isin(cards, np.array(sorted(activated), dtype=np.str_))
+        act = np.isin(cards, np.array(sorted(fetched.activated), dtype=np.str_))
         by_tier = {}
         for code, tier in enumerate(TIERS):
             mine = members.tier == code
@@ -138,28 +162,21 @@ class DrawSummaries:
         """Every standing and every board of a promotion, recomputed from the live totals
         with the bulk rules: per draw, how many standings and board places."""
         p = self._store.promotion(promotion_id)
-        with _collector_paused():
-            return await self._recompute(p)
+        return await self._recompute(p)
 
     async def _recompute(self, p: Promotion) -> dict[str, dict[str, int]]:
-        index = await self._member_index()
+        draws = list(p.draw_list)
+        fetched, raw_index, since = await self._fetch(p, draws, with_index=True)
+        assert raw_index is not None
+        index = _index(raw_index)
         out: dict[str, dict[str, int]] = {}
-        for draw in p.draw_list:
-            cards, members, stats, _ = await self._arrays(p, draw, index)
+        for draw, f in zip(draws, fetched, strict=True):
+            cards, members, stats = self._build(f, index, since)
             bulk = bulk_standings(p, draw, members, stats)
             placed = 0
             if draw.leaderboard:
                 for side in draw.qualification.sides:
-                    placed += len(
-                        await self._ranked(
-                            p=p,
-                            draw=draw,
-                            side=side,
-                            cards=cards,
-                            eligible=bulk.eligible,
-                            stats=stats,
-                        )
-                    )
+                    placed += len(_ranked(side, cards, bulk.eligible, stats, f))
             out[draw.id] = {
                 "standings": len(cards),
                 "qualified": int(bulk.qualified.sum()),
@@ -171,41 +188,26 @@ class DrawSummaries:
     async def board(self, promotion_id: str, draw_id: str, side: Side) -> list[str]:
         """A whole board's cards in order, computed in bulk (what `recompute` ranks)."""
         p, draw = self._store.draw(promotion_id, draw_id)
-        cards, members, stats, _ = await self._arrays(p, draw)
+        cards, members, stats, fetched = await self._arrays(p, draw)
         bulk = bulk_standings(p, draw, members, stats)
-        ranked = await self._ranked(
-            p=p, draw=draw, side=side, cards=cards, eligible=bulk.eligible, stats=stats
-        )
-        return [str(c) for c in ranked]
+        return [str(c) for c in _ranked(side, cards, bulk.eligible, stats, fetched)]
 
-    async def _ranked(
-        self,
-        *,
-        p: Promotion,
-        draw: Draw,
-        side: Side,
-        cards: npt.NDArray[np.str_],
-        eligible: npt.NDArray[np.bool_],
-        stats: StatArrays,
-    ) -> npt.NDArray[np.str_]:
-        """A whole board in order (eligible members with points; ties to the earliest)."""
-        points = stats.points(side)
-        chosen = np.flatnonzero(eligible & (points > 0))
-        # when a total was reached only matters between members with the same points:
-        # fetch it for those alone
-        _, inverse, counts = np.unique(points[chosen], return_inverse=True, return_counts=True)
-        tied = chosen[counts[inverse] > 1]
-        reached = np.zeros(len(cards), np.int64)
-        key = self._store.key("pwf", p.id, draw.id, f"{side.value}_reached")
-        if len(tied) > len(cards) // 10:
-            # many ties: one whole-hash read beats packing a huge HMGET
-            everything = cast(dict[str, str], await self._redis.hgetall(key))
-            names = cards[tied].tolist()
-            reached[tied] = [int(everything.get(c) or 2**62) for c in names]
-        else:
-            for i in range(0, len(tied), 20_000):
-                rows = tied[i : i + 20_000]
-                got = cast(list[str | None], await self._redis.hmget(key, cards[rows].tolist()))
-                reached[rows] = [int(x) if x else 2**62 for x in got]
-        order = np.lexsort((cards[chosen], reached[chosen], -points[chosen]))
-        return cards[chosen][order]
+
+def _ranked(
+    side: Side,
+    cards: npt.NDArray[np.str_],
+    eligible: npt.NDArray[np.bool_],
+    stats: StatArrays,
+    fetched: _Fetched,
+) -> npt.NDArray[np.str_]:
+    """A whole board in order: eligible members with points, ties to who got there first
+    (the instant only matters, and is only looked up, for tied totals)."""
+    points = stats.points(side)
+    chosen = np.flatnonzero(eligible & (points > 0))
+    _, inverse, counts = np.unique(points[chosen], return_inverse=True, return_counts=True)
+    tied = chosen[counts[inverse] > 1]
+    reached = np.zeros(len(cards), np.int64)
+    when = fetched.columns.get(f"{side.value}_reached", {})
+    reached[tied] = [int(when.get(c) or 2**62) for c in cards[tied].tolist()]
+    order = np.lexsort((cards[chosen], reached[chosen], -points[chosen]))
+    return cards[chosen][order]
