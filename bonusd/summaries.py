@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -81,10 +81,7 @@ class DrawSummaries:
             for draw in draws:
                 sides = draw.qualification.sides if draw.leaderboard else []
                 wanted = sorted(
-                    needed_fields(draw)
-                    | {f"{s.value}_points" for s in sides}
-                    | {f"{s.value}_reached" for s in sides}
-                    | {"visits"}
+                    needed_fields(draw) | {f"{s.value}_points" for s in sides} | {"visits"}
                 )
                 plan.append(wanted)
                 pipe.hkeys(self._store.key("act", p.id, draw.id))
@@ -176,7 +173,7 @@ class DrawSummaries:
             placed = 0
             if draw.leaderboard:
                 for side in draw.qualification.sides:
-                    placed += len(_ranked(side, cards, bulk.eligible, stats, f))
+                    placed += len(await self._ranked(p, draw, side, cards, bulk.eligible, stats))
             out[draw.id] = {
                 "standings": len(cards),
                 "qualified": int(bulk.qualified.sum()),
@@ -185,29 +182,37 @@ class DrawSummaries:
             }
         return out
 
+    async def _ranked(  # noqa: PLR0917 -- private; the arrays travel together
+        self,
+        p: Promotion,
+        draw: Draw,
+        side: Side,
+        cards: npt.NDArray[np.str_],
+        eligible: npt.NDArray[np.bool_],
+        stats: StatArrays,
+    ) -> npt.NDArray[np.str_]:
+        """A whole board in order: eligible members with points, ties to who got there
+        first (the instant only matters, and is only read, for tied totals)."""
+        points = stats.points(side)
+        chosen = np.flatnonzero(eligible & (points > 0))
+        _, inverse, counts = np.unique(points[chosen], return_inverse=True, return_counts=True)
+        tied = chosen[counts[inverse] > 1]
+        reached = np.zeros(len(cards), np.int64)
+        key = self._store.key("pwf", p.id, draw.id, f"{side.value}_reached")
+        names = cards[tied].tolist()
+        if len(tied) > len(cards) // 10:  # many ties: one whole-hash read beats a huge HMGET
+            when = cast(dict[str, str], await self._redis.hgetall(key))
+            reached[tied] = [int(when.get(c) or 2**62) for c in names]
+        elif names:
+            got = cast(list[str | None], await self._redis.hmget(key, names))
+            reached[tied] = [int(x) if x else 2**62 for x in got]
+        order = np.lexsort((cards[chosen], reached[chosen], -points[chosen]))
+        return cards[chosen][order]
+
     async def board(self, promotion_id: str, draw_id: str, side: Side) -> list[str]:
         """A whole board's cards in order, computed in bulk (what `recompute` ranks)."""
         p, draw = self._store.draw(promotion_id, draw_id)
-        cards, members, stats, fetched = await self._arrays(p, draw)
+        cards, members, stats, _ = await self._arrays(p, draw)
         bulk = bulk_standings(p, draw, members, stats)
-        return [str(c) for c in _ranked(side, cards, bulk.eligible, stats, fetched)]
-
-
-def _ranked(
-    side: Side,
-    cards: npt.NDArray[np.str_],
-    eligible: npt.NDArray[np.bool_],
-    stats: StatArrays,
-    fetched: _Fetched,
-) -> npt.NDArray[np.str_]:
-    """A whole board in order: eligible members with points, ties to who got there first
-    (the instant only matters, and is only looked up, for tied totals)."""
-    points = stats.points(side)
-    chosen = np.flatnonzero(eligible & (points > 0))
-    _, inverse, counts = np.unique(points[chosen], return_inverse=True, return_counts=True)
-    tied = chosen[counts[inverse] > 1]
-    reached = np.zeros(len(cards), np.int64)
-    when = fetched.columns.get(f"{side.value}_reached", {})
-    reached[tied] = [int(when.get(c) or 2**62) for c in cards[tied].tolist()]
-    order = np.lexsort((cards[chosen], reached[chosen], -points[chosen]))
-    return cards[chosen][order]
+        ranked = await self._ranked(p, draw, side, cards, bulk.eligible, stats)
+        return [str(c) for c in ranked]
