@@ -10,7 +10,7 @@ import asyncio
 import datetime as dt
 import time
 from typing import Protocol
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 UTC = dt.UTC
 
@@ -97,6 +97,15 @@ def clock_from(start: dt.datetime | None, speed: float) -> Clock:
     if start is None and speed == 1.0:
         return WallClock()
     return SimulatedClock(start or dt.datetime.now(UTC), speed)
+
+
+def known_zone(name: str) -> str:
+    """`name` if it is an IANA time zone, else ValueError saying so (for validators)."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {name!r} (use an IANA name)") from exc
+    return name
 
 
 class GamingCalendar:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bonusd.clock import known_zone
 from bonusd.errors import ConfigError
 
 
@@ -50,12 +51,7 @@ class Settings(BaseSettings):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            msg = f"BONUSD_TIMEZONE: unknown time zone {value!r} (use an IANA name)"
-            raise ValueError(msg) from exc
-        return value
+        return known_zone(value)
 
     @field_validator("clock_start")
     @classmethod

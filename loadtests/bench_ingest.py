@@ -49,23 +49,24 @@ RECEIVE_MAXIMUM = 1000
 console = Console()
 
 
-def _connect_props() -> Properties:
+def _session_client(port: int, client_id: str) -> aiomqtt.Client:
+    """A persistent MQTT v5 session with the receive maximum bonusd uses."""
     props = Properties(PacketTypes.CONNECT)
     props.SessionExpiryInterval = 3600
     props.ReceiveMaximum = RECEIVE_MAXIMUM
-    return props
-
-
-async def _register(port: int, client_id: str, site: str) -> None:
-    """Create the persistent session so the broker queues for it while it is away."""
-    async with aiomqtt.Client(
+    return aiomqtt.Client(
         "127.0.0.1",
         port,
         identifier=client_id,
         protocol=aiomqtt.ProtocolVersion.V5,
         clean_start=False,
-        properties=_connect_props(),
-    ) as client:
+        properties=props,
+    )
+
+
+async def _register(port: int, client_id: str, site: str) -> None:
+    """Create the persistent session so the broker queues for it while it is away."""
+    async with _session_client(port, client_id) as client:
         await client.subscribe(f"bonusd/{site}/+/+/events", qos=1)
 
 
@@ -104,14 +105,7 @@ def _queue_events(port: int, site: str, n: int, workdir: Path) -> None:
 
 async def _bare(port: int, client_id: str, n: int) -> float:
     count = 0
-    async with aiomqtt.Client(
-        "127.0.0.1",
-        port,
-        identifier=client_id,
-        protocol=aiomqtt.ProtocolVersion.V5,
-        clean_start=False,
-        properties=_connect_props(),
-    ) as client:
+    async with _session_client(port, client_id) as client:
         start = 0.0
         async for _ in client.messages:
             if count == 0:

@@ -18,7 +18,7 @@ import datetime as dt
 import functools
 from decimal import Decimal
 from typing import Annotated, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import (
     AfterValidator,
@@ -30,7 +30,7 @@ from pydantic import (
     field_validator,
 )
 
-from bonusd.clock import GamingCalendar
+from bonusd.clock import GamingCalendar, known_zone
 from bonusd.promotions.kinds import (
     BOTH_SIDES,
     Channel,
@@ -310,11 +310,7 @@ class Promotion(_Model):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {value!r} (use an IANA name)") from exc
-        return value
+        return known_zone(value)
 
     @functools.cached_property
     def zone(self) -> ZoneInfo:
