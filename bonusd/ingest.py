@@ -46,7 +46,6 @@ class Received:
     mid: int
     qos: int
     arrived_mono: float
-    arrived_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +169,6 @@ class Ingest:
                 message.mid,
                 message.qos,
                 now,
-                int(time.time() * 1000),
             )
         )
         if self._health.oldest_pending_mono is None:
@@ -242,13 +240,15 @@ class Ingest:
 
     async def _commit(self, batch: list[Received], stop: asyncio.Event) -> BatchResult | None:
         now = self._clock.now()
+        now_ms = int(now.timestamp() * 1000)
         events: list[FloorEvent] = []
         dead: list[DeadLetter] = []
         for msg in batch:
             decoded = self._decoder.decode(msg.topic, msg.payload, now)
             if isinstance(decoded, Rejection):
                 reason, detail = decoded.reason, decoded.detail
-                dead.append(DeadLetter(reason, msg.topic, msg.payload, detail, msg.arrived_ms))
+                # arrival on the floor clock (simulated time in a rehearsal), to the ms
+                dead.append(DeadLetter(reason, msg.topic, msg.payload, detail, now_ms))
             else:
                 events.append(decoded)
         backoff = Backoff(cap=self._backoff_max_s)
