@@ -218,3 +218,34 @@ async def test_rule_change_by_reload_is_recorded_and_applied(
 
         log = await d.get("/promotions/changes")
         assert [x["changes"] for x in log] == [record["changes"]]
+
+
+async def test_scheduled_actions_run_once_across_restarts(gh_settings: Settings) -> None:
+    """Each timed action runs once at its instant on the daemon clock; a restarted daemon
+    runs what it missed and nothing twice."""
+    history = f"bonusd:{{{gh_settings.site}}}:lbhist:{GH}:halfway:slots"
+    pool_key = f"bonusd:{{{gh_settings.site}}}:pool:{GH}:launch"
+    clock = ManualClock(dt.datetime(2026, 10, 1, 9, 0, tzinfo=SAST))
+    async with running(gh_settings, clock) as d:
+        r = d.service.redis
+        assert await r.llen(history) == 0  # the first Friday publication is 02 Oct 08:00
+        clock.set(dt.datetime(2026, 10, 2, 8, 0, 1, tzinfo=SAST))
+        async with asyncio.timeout(10):
+            while await r.llen(history) < 1:
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        assert await r.llen(history) == 1
+    # down over the launch bin close (03 Oct 20:00) and the next Friday (09 Oct 08:00)
+    clock.set(dt.datetime(2026, 10, 9, 12, 0, tzinfo=SAST))
+    async with running(gh_settings, clock) as d:
+        r = d.service.redis
+        async with asyncio.timeout(10):
+            while await r.llen(history) < 2 or not await r.exists(pool_key):
+                await asyncio.sleep(0.02)
+        frozen = await r.get(pool_key)
+    async with running(gh_settings, clock) as d:
+        r = d.service.redis
+        await asyncio.sleep(0.5)  # a third start: everything already ran
+        assert d.service.scheduler.fired == 0
+        assert await r.llen(history) == 2
+        assert await r.get(pool_key) == frozen
