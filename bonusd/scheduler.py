@@ -52,6 +52,7 @@ class Scheduler:
         self._handlers = dict(handlers)
         self._reloaded = asyncio.Event()
         self.fired = 0
+        self.caught_up = asyncio.Event()  # set once nothing due is left to run
 
     def reload(self, promotions: Sequence[Promotion]) -> None:
         """Use new promotion rules from now on: the timetable is rebuilt at once; actions
@@ -112,6 +113,8 @@ class Scheduler:
         actions = [a for a in timetable if a.action in self._handlers]
         logger.info("scheduler: %d timed action(s) with handlers", len(actions))
         for n, action in enumerate(actions):
+            if action.at > self._clock.now():
+                self.caught_up.set()
             if await sleep_until_or_stop(self._clock, action.at, stop, self._reloaded):
                 return
             if self._superseded(action, actions[n + 1 :]):
@@ -125,6 +128,7 @@ class Scheduler:
                     logger.warning("%s waits for Redis (%s)", action.action.value, exc)
                     if await pause(stop, backoff.next_delay()):
                         return
+        self.caught_up.set()  # every action ran: nothing is due, ever again
 
     async def _fire(self, action: TimedAction) -> None:
         marker = self._marker(action)

@@ -1,6 +1,7 @@
 """Ingest benchmark: bonusd against a bare aiomqtt consumer, on the same broker, same run.
 
     python loadtests/bench_ingest.py [--events 50000] [--rounds 3] [--rate 3300] [--seconds 10]
+                                     [--promotion promotions/golden-horse-mega-points-chase.toml]
 
 (a) drain throughput: N QoS 1 messages wait in the broker for an offline persistent
     session (published beforehand with `mosquitto_pub -l`, so the publisher is not what
@@ -20,6 +21,7 @@ import argparse
 import asyncio
 import datetime as dt
 import multiprocessing
+import re
 import statistics
 import subprocess
 import sys
@@ -116,13 +118,22 @@ async def _bare(port: int, client_id: str, n: int) -> float:
     raise RuntimeError("unreachable")
 
 
-def _settings(port: int, site: str, redis_url: str) -> Settings:
+def _settings(
+    port: int, site: str, redis_url: str, promotion: Path | None, workdir: Path
+) -> Settings:
+    """bonusd's settings for one run; with `promotion`, that file runs for the site."""
+    folder = workdir / f"promotions-{site}"
+    folder.mkdir()
+    if promotion is not None:
+        text = re.sub(r'(?m)^site = "[^"]*"', f'site = "{site}"', promotion.read_text())
+        (folder / promotion.name).write_text(text)
     return Settings(
         site=site,
         redis_url=redis_url,
         mqtt_url=f"mqtt://127.0.0.1:{port}",
         mqtt_client_id=f"bonusd-{site}",
         mqtt_receive_maximum=RECEIVE_MAXIMUM,
+        promotions=folder,
     )
 
 
@@ -190,6 +201,8 @@ async def _latency(settings: Settings, port: int, rate: int, seconds: float) -> 
             tg.create_task(service.run(install_signal_handlers=False))
             while not service.health.mqtt_connected:
                 await asyncio.sleep(0.01)
+            # a promotion's missed actions (boards, bins) run at start: measure after them
+            await service.scheduler.caught_up.wait()
             proc = multiprocessing.Process(
                 target=_paced_publisher, args=(port, settings.site, rate, seconds)
             )
@@ -221,6 +234,12 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=3300)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--redis-url", default=Settings().redis_url)
+    parser.add_argument(
+        "--promotion",
+        type=Path,
+        help="a promotion file to run during bonusd's rounds (moved to the bench site); "
+        "the events are stamped now, so they count for the draws whose windows are open",
+    )
     args = parser.parse_args()
     sites: list[str] = []
     bare_rates: list[float] = []
@@ -238,7 +257,9 @@ def main() -> None:
                         rate = asyncio.run(_bare(broker.port, client_id, args.events))
                         bare_rates.append(rate)
                     else:
-                        settings = _settings(broker.port, site, args.redis_url)
+                        settings = _settings(
+                            broker.port, site, args.redis_url, args.promotion, Path(tmp)
+                        )
                         rate, applied = asyncio.run(_bonusd(settings, args.events))
                         if applied != args.events:
                             raise SystemExit(f"exactly-once violated: {applied} != {args.events}")
@@ -248,7 +269,7 @@ def main() -> None:
             sites.append(site)
             lat = asyncio.run(
                 _latency(
-                    _settings(broker.port, site, args.redis_url),
+                    _settings(broker.port, site, args.redis_url, args.promotion, Path(tmp)),
                     broker.port,
                     args.rate,
                     args.seconds,
@@ -259,7 +280,8 @@ def main() -> None:
     bare = statistics.median(bare_rates)
     ours = statistics.median(bonusd_rates)
     q = statistics.quantiles(lat, n=100)
-    table = Table(title=f"ingest benchmark: {args.events:,} events x {args.rounds} rounds")
+    running = f", running {args.promotion.name}" if args.promotion else ""
+    table = Table(title=f"ingest benchmark: {args.events:,} events x {args.rounds} rounds{running}")
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_row("bare aiomqtt consumer, counting (median events/s)", f"{bare:,.0f}")
