@@ -18,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from bonusd.api_promotions import add_promotion_routes
+from bonusd.audit_store import AuditStore
 from bonusd.auth import AuthError, Principal, Role, TokenStore, authorize
 from bonusd.clock import Clock, GamingCalendar
 from bonusd.errors import ImportFileError
@@ -42,6 +43,7 @@ class ApiContext:
     tokens: TokenStore
     promotions: PromotionStore
     summaries: DrawSummaries
+    audit: AuditStore
     reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
 
 

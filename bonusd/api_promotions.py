@@ -5,13 +5,13 @@ side in `bonusd.standings`."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Path
 from pydantic import BaseModel
 
+from bonusd.audit import Kind
 from bonusd.auth import Principal, Role
 from bonusd.errors import NotFoundError
 from bonusd.promotions import Channel, PromotionFileError, Side, Standing
@@ -111,9 +111,11 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
 
     @app.get("/promotions/changes", tags=tags, dependencies=[desk])
     async def changes() -> list[dict[str, Any]]:
-        """Every recorded rule change, oldest first."""
-        rows = await ctx.store.redis.lrange(ctx.store.keys.rule_changes, 0, -1)
-        return [json.loads(r) for r in rows]
+        """Every recorded rule change, oldest first (from the audit trail)."""
+        return [
+            {"at": r.time, "actor": r.actor, "seq": r.seq, **r.payload}
+            for r in await ctx.audit.of_kind(Kind.RULE_CHANGE)
+        ]
 
     @app.get("/promotions/{promotion}/draws/{draw}/summary", tags=tags, dependencies=[desk])
     async def summary(promotion: Annotated[str, ID], draw: Annotated[str, ID]) -> dict[str, Any]:

@@ -131,13 +131,27 @@ class AuditLog:
     def append(
         self, *, at: dt.datetime, actor: str, kind: Kind, payload: dict[str, Json]
     ) -> AuditRecord:
-        seq = len(self.records) + 1
-        values = (seq, utc_text(at), actor, str(kind), payload, self.head)
-        rec = AuditRecord(*values, record_hash(dict(zip(_BODY, values, strict=True))))
-        if self.records and rec.time < self.records[-1].time:
-            raise ValueError(f"audit record {seq} at {rec.time} is older than its predecessor")
+        last = self.records[-1] if self.records else None
+        rec = next_record(last, at=at, actor=actor, kind=kind, payload=payload)
         self.records.append(rec)
         return rec
+
+
+def next_record(
+    last: AuditRecord | None,
+    *,
+    at: dt.datetime,
+    actor: str,
+    kind: Kind,
+    payload: dict[str, Json],
+) -> AuditRecord:
+    """The record that follows `last` (None: the first record of a chain)."""
+    seq = last.seq + 1 if last else 1
+    values = (seq, utc_text(at), actor, str(kind), payload, last.hash if last else GENESIS)
+    rec = AuditRecord(*values, record_hash(dict(zip(_BODY, values, strict=True))))
+    if last and rec.time < last.time:
+        raise ValueError(f"audit record {seq} at {rec.time} is older than its predecessor")
+    return rec
 
 
 @dataclass(frozen=True)

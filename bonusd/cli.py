@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from bonusd.audit import AuditRecord, to_jsonl, verify_chain
+from bonusd.audit_store import AuditStore
 from bonusd.auth import IssuedToken, Role, TokenStore
 from bonusd.clock import Clock, clock_from
 from bonusd.demo import DemoFloor
@@ -32,11 +34,13 @@ members_app = typer.Typer(help="The member registry.", no_args_is_help=True)
 devices_app = typer.Typer(help="The device registry (EGMs and tables).", no_args_is_help=True)
 telemetry_app = typer.Typer(help="The telemetry contract.", no_args_is_help=True)
 tokens_app = typer.Typer(help="Bearer tokens: one role each.", no_args_is_help=True)
+audit_app = typer.Typer(help="The hash-chained audit trail.", no_args_is_help=True)
 app.add_typer(members_app, name="members")
 app.add_typer(devices_app, name="devices")
 app.add_typer(telemetry_app, name="telemetry")
 app.add_typer(tokens_app, name="tokens")
 app.add_typer(promotions_app, name="promotions")
+app.add_typer(audit_app, name="audit")
 err = Console(stderr=True)
 
 
@@ -242,6 +246,35 @@ def tokens_revoke(
 
     asyncio.run(revoke())
     typer.echo(f"revoked token {token_id}")
+
+
+async def _audit_records(settings: Settings) -> list[AuditRecord]:
+    r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+    try:
+        return await AuditStore(r, Keys(settings.key_prefix, settings.site)).records()
+    finally:
+        await r.aclose()
+
+
+@audit_app.command("verify")
+def audit_verify() -> None:
+    """Check every link of the site's audit chain; name the first broken one (exit 1)."""
+    settings = _settings()
+    check = verify_chain(asyncio.run(_audit_records(settings)))
+    typer.echo(f"site {settings.site}: {check}")
+    if not check.ok:
+        raise typer.Exit(1)
+
+
+@audit_app.command("export")
+def audit_export(
+    file: Annotated[Path, typer.Argument(dir_okay=False, help="JSON Lines file to write.")],
+) -> None:
+    """Write the site's audit trail as JSON Lines, one canonical record a line."""
+    settings = _settings()
+    records = asyncio.run(_audit_records(settings))
+    file.write_text(to_jsonl(records), encoding="utf-8")
+    typer.echo(f"wrote {len(records)} audit record(s) of site {settings.site} to {file}")
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
     {prefix}:{site}:seen:{hour}            set    applied event ids by event hour (dedup)
     {prefix}:{site}:deadletters            stream rejected messages
     {prefix}:{site}:stats                  hash   counters (applied, duplicates, ...)
+    {prefix}:{site}:audit                  list   the hash-chained audit trail (JSON)
 """
 
 from __future__ import annotations
@@ -89,11 +90,6 @@ class Keys:
     def active_multipliers(self) -> str:
         """Set of `promotion:multiplier` windows open now (maintained by the scheduler)."""
         return f"{self.base}multipliers-active"
-
-    @property
-    def rule_changes(self) -> str:
-        """List of rule-change records (JSON), oldest first."""
-        return f"{self.base}rule-changes"
 
     @property
     def stats(self) -> str:

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
-import json
 import logging
 import signal
 from collections.abc import Generator
@@ -27,6 +26,8 @@ import uvicorn
 
 from bonusd.accounting import PromotionBook
 from bonusd.api import ApiContext, create_app
+from bonusd.audit import Kind
+from bonusd.audit_store import AuditStore
 from bonusd.auth import TokenStore
 from bonusd.backoff import Backoff
 from bonusd.clock import Clock, GamingCalendar, clock_from, sleep_until_or_stop
@@ -136,6 +137,7 @@ class Service:
             on_commit=on_commit,
         )
         self.tokens = TokenStore(self.redis, self.keys)
+        self.audit = AuditStore(self.redis, self.keys)
         self.promotion_store = PromotionStore(self.redis, self.keys, self.promotions)
         self.app = create_app(
             ApiContext(
@@ -148,6 +150,7 @@ class Service:
                 tokens=self.tokens,
                 promotions=self.promotion_store,
                 summaries=DrawSummaries(self.promotion_store),
+                audit=self.audit,
                 reload_promotions=self.reload_promotions,
             )
         )
@@ -239,8 +242,13 @@ class Service:
             records.append(
                 {"at": now, "actor": actor, "promotion": pid, "changes": ["promotion removed"]}
             )
-        if records:
-            await self.redis.rpush(self.keys.rule_changes, *(json.dumps(r) for r in records))
+        for r in records:  # into the hash-chained audit trail, with who and when
+            await self.audit.append(
+                at=self.clock.now(),
+                actor=actor,
+                kind=Kind.RULE_CHANGE,
+                payload={"promotion": r["promotion"], "changes": r["changes"]},
+            )
         self.promotions = new
         self.store.book = PromotionBook(new)
         self.promotion_store.promotions = {p.id: p for p in new}
