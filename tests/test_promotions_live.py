@@ -19,7 +19,7 @@ import pytest
 
 from bonusd.auth import Role
 from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.localservices import LocalMosquitto
 from bonusd.settings import Settings
 from tests.conftest import PROJECT, SAST, running
 from tests.telemetry_helpers import Publisher, event, game, rating
@@ -47,17 +47,9 @@ def promotions_dir(tmp_path: Path, site: str) -> Path:
 
 
 @pytest.fixture
-def gh_settings(
-    site: str, redis_url: str, broker: LocalMosquitto, promotions_dir: Path
-) -> Settings:
-    return Settings(
-        site=site,
-        redis_url=redis_url,
-        mqtt_url=broker.url,
-        mqtt_client_id=f"bonusd-{site}",
-        http_port=free_port(),
-        promotions=promotions_dir,
-    )
+def gh_settings(settings: Settings, promotions_dir: Path) -> Settings:
+    """The suite's daemon settings, running the seed promotion moved to this test's site."""
+    return settings.model_copy(update={"promotions": promotions_dir})
 
 
 @pytest.fixture
