@@ -66,7 +66,6 @@ STAT_FIELDS = (
     ),
     "visits",
 )
-_CHUNK = 20_000
 _BULK = 2_000  # above this many cards, read whole hashes instead of HMGET
 
 
@@ -209,14 +208,18 @@ class PromotionStore:
         return rank_leaderboard(p, draw, side, entries, qualified_only=False, on_date=draw.date)
 
     async def _members(self, cards: Sequence[str]) -> list[Member | None]:
-        out: list[Member | None] = []
-        for i in range(0, len(cards), _CHUNK):
-            part = list(cards[i : i + _CHUNK])
-            index = cast(list[str | None], await self.redis.hmget(self.keys.member_index, part))
-            out += [
-                Member.from_index(c, t) if t else None for c, t in zip(part, index, strict=True)
-            ]
-        return out
+        """The rules' view of many members (None for a card never imported); like
+        `window_stats`, a whole-hash read when there are many."""
+        if not cards:
+            return []
+        if len(cards) > _BULK:
+            index = cast(dict[str, str], await self.redis.hgetall(self.keys.member_index))
+            texts: list[str | None] = [index.get(c) for c in cards]
+        else:
+            texts = cast(
+                list[str | None], await self.redis.hmget(self.keys.member_index, list(cards))
+            )
+        return [Member.from_index(c, t) if t else None for c, t in zip(cards, texts, strict=True)]
 
     # -- activation -----------------------------------------------------------------------
 

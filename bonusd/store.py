@@ -172,9 +172,6 @@ class FloorStore:
         raw = await self._hash(self.keys.session(card))
         return _session(card, raw) if raw else None
 
-    async def device(self, device: str) -> dict[str, str]:
-        return await self._hash(self.keys.device(device))
-
     async def active(
         self, *, area: str | None = None, kind: str | None = None
     ) -> list[dict[str, Any]]:
