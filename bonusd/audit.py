@@ -59,6 +59,9 @@ class Kind(StrEnum):
     SEAT = "seat"
     RULE_CHANGE = "rule_change"
     OVERRIDE = "override"
+    PRIZES = "prizes"  # a round's prize set loaded (the reveals are shuffled from it)
+    DECLINE = "decline"  # a member signed a RAPS session's decline register
+    EXCEPTION = "exception"  # something the floor must know: an empty pool, no alternate left
 
 
 def _check_json(value: Json, where: str = "payload") -> None:
@@ -405,6 +408,8 @@ def draw_report(records: Sequence[AuditRecord], draw_id: str) -> DrawReport:
                 report.exceptions.append(f"{rec.time} {where}: redraw, pick {p['number']}")
         elif rec.kind == Kind.CLAIM and p["to"] in ("no_show", "lapsed", "not_owner", "reselected"):
             report.exceptions.append(f"{when}: {p['claim']} card {p['card']} {p['to']}")
+        elif rec.kind == Kind.EXCEPTION:
+            report.exceptions.append(f"{when}: {p.get('note', '')}")
         elif rec.kind in (Kind.OVERRIDE, Kind.EXCLUSION, Kind.SEAT):
             report.overrides.append(f"{when}: {rec.kind} {canonical_json(p).decode()}")
     return report

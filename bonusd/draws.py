@@ -160,14 +160,24 @@ class Draw:
         return card in self._picked
 
     # -- rounds -------------------------------------------------------------------------
-    def open_round(self, tombola: str, round_no: int, winners: int, *, manual: bool = False) -> str:
-        """Open a round while its bin is open; returns the seed commitment to publish."""
+    def open_round(
+        self,
+        tombola: str,
+        round_no: int,
+        winners: int,
+        *,
+        manual: bool = False,
+        seed: bytes | None = None,
+    ) -> str:
+        """Open a round while its bin is open; returns the seed commitment to publish.
+
+        `seed` is given when the round is rebuilt from its stored, already committed seed."""
         key = (tombola, round_no)
         if key in self.rounds:
             raise DrawError(f"draw {self.draw_id}: {tombola} round {round_no} is already open")
         if winners < 1:
             raise DrawError(f"draw {self.draw_id}: a round needs at least 1 winner, got {winners}")
-        seed = new_seed(self._seed_source)
+        seed = seed if seed is not None else new_seed(self._seed_source)
         self.rounds[key] = Round(
             self.draw_id, tombola, round_no, winners, manual, seed, commit_seed(seed)
         )
@@ -190,10 +200,17 @@ class Draw:
         if rnd.pool is not None:
             raise DrawError(f"draw {self.draw_id}: {rnd.name} is already frozen")
         kept = {c: n for c, n in entries.items() if c not in self.seats and c not in self.excluded}
-        rnd.pool = Pool.freeze(self.draw_id, tombola, kept, round_no=round_no)
+        return self.restore_pool(Pool.freeze(self.draw_id, tombola, kept, round_no=round_no))
+
+    def restore_pool(self, pool: Pool) -> Pool:
+        """Install a frozen pool (as `freeze` does, or read back from its archived file)."""
+        rnd = self.round(pool.tombola, pool.round_no)
+        if rnd.pool is not None:
+            raise DrawError(f"draw {self.draw_id}: {rnd.name} is already frozen")
+        rnd.pool = pool
         if not rnd.manual:
-            rnd.picker = Picker(rnd.pool, rnd.seed, barred=self._barred())
-        return rnd.pool
+            rnd.picker = Picker(pool, rnd.seed, barred=self._barred())
+        return pool
 
     def _barred(self) -> dict[str, SkipReason]:
         barred = dict.fromkeys(self.excluded, EXCLUDED) | dict.fromkeys(self.seats, SEATED)
@@ -219,33 +236,40 @@ class Draw:
         rnd, picker = self._electronic(tombola, round_no)
         if picker.picks:
             raise DrawError(f"draw {self.draw_id}: {rnd.name} is already drawn; use redraw")
-        picks = picker.take(rnd.winners)
-        for pick in picks:
-            self._mark(rnd, pick.card, pick.number)
+        picks: list[Pick] = []
+        while len(picks) < rnd.winners and (pick := self.pick_next(tombola, round_no)):
+            picks.append(pick)
         return picks
+
+    def pick_next(self, tombola: str, round_no: int) -> Pick | None:
+        """The round's next pick (a winner, or an alternate once the winners are out)."""
+        rnd, picker = self._electronic(tombola, round_no)
+        pick = picker.next()
+        if pick is not None:
+            self._mark(rnd, pick.card, pick.number)
+        return pick
 
     def redraw(self, tombola: str, round_no: int) -> Pick:
         """The next alternate of the round's fixed stream, after a no-show."""
         rnd, picker = self._electronic(tombola, round_no)
         if not picker.picks:
             raise DrawError(f"draw {self.draw_id}: {rnd.name} has not been drawn yet")
-        pick = picker.next()
+        pick = self.pick_next(tombola, round_no)
         if pick is None:
             raise DrawError(
                 f"draw {self.draw_id}: {rnd.name} has no eligible member left to redraw"
             )
-        self._mark(rnd, pick.card, pick.number)
         return pick
 
     # -- seats and exclusions -----------------------------------------------------------
-    def seat(self, card: str, board: str) -> Seat:
-        """Seat a leaderboard number one; seats are never drawn in the tombolas."""
+    def seat(self, card: str, board: str, *, per_board: int = 1) -> Seat:
+        """Seat a leaderboard leader (`per_board` per board); seats are never drawn."""
         if card in self.excluded:
             raise DrawError(f"draw {self.draw_id}: card {card} is excluded and cannot be seated")
         if card in self._picked or card in self.seats:
             raise DrawError(f"draw {self.draw_id}: card {card} already won in this draw")
-        if any(s.board == board for s in self.seats.values()):
-            raise DrawError(f"draw {self.draw_id}: the {board} board already has its seat")
+        if sum(s.board == board for s in self.seats.values()) >= per_board:
+            raise DrawError(f"draw {self.draw_id}: the {board} board's seats are taken")
         self.seats[card] = Seat(card, board)
         for rnd in self.rounds.values():
             if rnd.picker is not None:

@@ -201,9 +201,15 @@ class EmptyPool:
 class Jackpot:
     """One RAPS jackpot: seed committed ahead, pool frozen at the instant, then picks."""
 
-    def __init__(self, jackpot_id: str, *, seed_source: SeedSource = secrets.token_bytes) -> None:
+    def __init__(
+        self,
+        jackpot_id: str,
+        *,
+        seed_source: SeedSource = secrets.token_bytes,
+        seed: bytes | None = None,
+    ) -> None:
         self.jackpot_id = jackpot_id
-        self._seed = new_seed(seed_source)
+        self._seed = seed if seed is not None else new_seed(seed_source)
         self.seed_commitment = commit_seed(self._seed)
         self.eligibility: Eligibility | None = None
         self.pool: Pool | None = None
@@ -218,6 +224,19 @@ class Jackpot:
         self.pool = Pool.freeze(self.jackpot_id, RAPS_TOMBOLA, entries)
         self._picker = Picker(self.pool, self._seed)
         return self._next()
+
+    def restore(self, pool: Pool) -> None:
+        """Install the pool read back from its archived file (rebuilding after a restart);
+        picks then come from `next_pick`, checked against the records."""
+        if self.pool is not None:
+            raise RapsError(f"jackpot {self.jackpot_id} already has its pool")
+        self.pool = pool
+        self._picker = Picker(pool, self._seed)
+
+    def next_pick(self) -> Pick | None:
+        if self._picker is None:
+            raise RapsError(f"jackpot {self.jackpot_id} has no pool yet")
+        return self._picker.next()
 
     def reselect(self) -> RapsPick | EmptyPool:
         """The next pick of the same stream, after a no-show or a card not its owner's."""

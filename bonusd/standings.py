@@ -331,16 +331,18 @@ class PromotionStore:
             return existing
         activated = set(cast(list[str], await self.redis.hkeys(self.key("act", p.id, draw.id))))
         standings = await self._standings(p, draw, sorted(activated), activated)
-        seated: list[str] = []
+        seats: list[list[str]] = []
         if draw.seats is not None:
             boards = {
                 side: await self.live_board(p.id, draw.id, side, size=BOARD_SIZE)
                 for side in draw.seats.boards
             }
-            seated = [s.card for s in seat_holders(p, draw, boards)]
+            seats = [[s.board.value, s.card] for s in seat_holders(p, draw, boards)]
+        seated = [card for _, card in seats]
         pool = EntryPool.from_standings(p.id, draw, standings, closed_at=now, seated=seated)
         # SET NX: two daemons racing to freeze agree on whichever pool landed first
-        await self.redis.set(self.key("pool", p.id, draw.id), pool.canonical(), nx=True)
+        if await self.redis.set(self.key("pool", p.id, draw.id), pool.canonical(), nx=True):
+            await self.redis.set(self.key("seats", p.id, draw.id), json.dumps(seats))
         frozen = await self.pool(promotion_id, draw_id)
         assert frozen is not None
         return frozen
@@ -350,6 +352,11 @@ class PromotionStore:
         if raw is None:
             return None
         return EntryPool.parse(raw.encode() if isinstance(raw, str) else raw)
+
+    async def seats(self, promotion_id: str, draw_id: str) -> list[tuple[str, str]]:
+        """(board, card) of each leaderboard seat taken when the bin closed, in seat order."""
+        raw = await self.redis.get(self.key("seats", promotion_id, draw_id))
+        return [(board, card) for board, card in json.loads(raw)] if raw else []
 
     def bin_closes_at(self, promotion_id: str, draw_id: str) -> dt.datetime:
         p, draw = self.draw(promotion_id, draw_id)

@@ -106,7 +106,7 @@ def test_final_separate_tombolas_and_seats() -> None:
     assert set(t) <= set(tables.cards)  # only tables tickets in the tables tombola
     assert not set(s) & set(t)
     assert len(set(s) | set(t) | set(d.seats)) == 10
-    with pytest.raises(DrawError, match="already has its seat"):
+    with pytest.raises(DrawError, match="seats are taken"):
         d.seat("M001", "slots")
     with pytest.raises(DrawError, match="already won"):
         d.seat(s[0], "other")
