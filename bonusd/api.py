@@ -17,11 +17,16 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
+from bonusd.api_draws import add_draw_routes
 from bonusd.api_promotions import add_promotion_routes
 from bonusd.audit_store import AuditStore
 from bonusd.auth import AuthError, Principal, Role, TokenStore, authorize
+from bonusd.claims import ClaimError, RoleError
 from bonusd.clock import Clock, GamingCalendar
-from bonusd.errors import ImportFileError
+from bonusd.drawbook import LedgerError
+from bonusd.drawdesk import DrawDesk
+from bonusd.draws import DrawError
+from bonusd.errors import ImportFileError, NotFoundError
 from bonusd.health import Health
 from bonusd.metrics import Metrics
 from bonusd.registry import Device, Member, parse_text
@@ -44,6 +49,7 @@ class ApiContext:
     promotions: PromotionStore
     summaries: DrawSummaries
     audit: AuditStore
+    draws: DrawDesk
     reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
 
 
@@ -165,6 +171,20 @@ def create_app(ctx: ApiContext) -> FastAPI:
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
         return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=headers)
 
+    @app.exception_handler(DrawError)
+    @app.exception_handler(ClaimError)
+    async def _refused(_: Request, exc: Exception) -> JSONResponse:
+        status = 403 if isinstance(exc, RoleError) else 409
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+
+    @app.exception_handler(NotFoundError)
+    async def _not_found(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(LedgerError)
+    async def _ledger(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=500)
+
     floor_readers = guard(ctx, Role.CREW, Role.DESK)
     desk_only = guard(ctx, Role.DESK)
     admin_only = guard(ctx, Role.ADMIN)
@@ -259,6 +279,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         return ImportOut(imported=await ctx.store.import_devices(records))
 
     add_promotion_routes(app, ctx, guard)
+    add_draw_routes(app, ctx, guard, ctx.draws)
 
     @app.get("/deadletters", tags=["operations"], dependencies=[desk_only])
     async def deadletters(

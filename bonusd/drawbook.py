@@ -214,7 +214,7 @@ class DrawBook:
             return self._pick(key)
         if kind is Kind.CLAIM and p["action"] == "created":
             d = p["detail"]
-            deadline = parse_time(d["deadline"])
+            key, deadline = (d["tombola"], int(d["round"])), parse_time(d["deadline"])
             return self._create(
                 key, int(d["pick"]), p["card"], at=at, actor=actor, deadline=deadline
             )
@@ -427,7 +427,7 @@ class DrawBook:
             picker = self.draw.round(*key).picker
             for _ in range(winners):
                 if picker is None or picker.exhausted:
-                    out.append(self._exception(key, "the pool ran out of members", actor, at))
+                    out.append(self.exception(key, "the pool ran out of members", actor, at))
                     break
                 out += self._announce(Kind.PICK, key, actor, at)
         return out
@@ -445,7 +445,7 @@ class DrawBook:
         )
         return [pick, self._entry(Kind.CLAIM, created, actor, at)]
 
-    def _exception(self, key: RoundKey, note: str, actor: Actor, at: dt.datetime) -> Entry:
+    def exception(self, key: RoundKey, note: str, actor: Actor, at: dt.datetime) -> Entry:
         where = f"{key[0]} round {key[1]}"
         return self._entry(
             Kind.EXCEPTION, round_ref(self.subject, *key) | {"note": f"{where}: {note}"}, actor, at
@@ -477,7 +477,7 @@ class DrawBook:
         if action == "no_show" and not self.plan.manual:
             picker = self.draw.round(*key).picker
             if picker is None or picker.exhausted:
-                out.append(self._exception(key, "no-show and nobody left to redraw", actor, at))
+                out.append(self.exception(key, "no-show and nobody left to redraw", actor, at))
             else:
                 out += self._announce(Kind.REDRAW, key, actor, at)
         if action == "issue_letter":

@@ -16,6 +16,7 @@ daemons, or the scheduler and the desk, can never both announce the same pick.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -263,6 +264,26 @@ class DrawDesk:
         return await self._with_exclusions(
             promotion_id, draw_id, lambda b: b.run_round(number, actor, now)
         )
+
+    async def missed(
+        self, promotion_id: str, draw_id: str, number: int, late: dt.timedelta
+    ) -> list[AuditRecord]:
+        """Record that round `number` was not drawn at its time (the daemon was down), so
+        the desk sees it in the report and runs it on demand."""
+        await self.close_bin(promotion_id, draw_id)
+        now = self.clock.now()
+        note = (
+            f"round {number} not drawn at its time: the daemon was down for {late}; "
+            "the desk runs it"
+        )
+
+        def command(b: DrawBook) -> list[Entry]:
+            if b.round_drawn(number):
+                return []
+            key = (next(iter(b.plan.round(number).winners)), number)
+            return [b.exception(key, note, SCHEDULER, now)]
+
+        return await self.step(promotion_id, draw_id, command)
 
     async def accept_ticket(
         self,

@@ -30,7 +30,9 @@ from bonusd.audit import Kind
 from bonusd.audit_store import AuditStore
 from bonusd.auth import TokenStore
 from bonusd.backoff import Backoff
+from bonusd.claimtimers import ClaimTimers
 from bonusd.clock import Clock, GamingCalendar, clock_from, sleep_until_or_stop
+from bonusd.drawdesk import DrawDesk
 from bonusd.health import Health
 from bonusd.ingest import CommitHook, Ingest, MqttTarget
 from bonusd.keys import Keys
@@ -139,6 +141,20 @@ class Service:
         self.tokens = TokenStore(self.redis, self.keys)
         self.audit = AuditStore(self.redis, self.keys)
         self.promotion_store = PromotionStore(self.redis, self.keys, self.promotions)
+        self.draws = DrawDesk(
+            redis=self.redis,
+            keys=self.keys,
+            audit=self.audit,
+            promotions=self.promotion_store,
+            clock=self.clock,
+            on_deadline_change=self._poke_timers,
+        )
+        self.timers = ClaimTimers(
+            redis=self.redis,
+            key=self.draws.deadlines,
+            clock=self.clock,
+            owners={"draw": self._draw_timers},
+        )
         self.app = create_app(
             ApiContext(
                 store=self.store,
@@ -151,6 +167,7 @@ class Service:
                 promotions=self.promotion_store,
                 summaries=DrawSummaries(self.promotion_store),
                 audit=self.audit,
+                draws=self.draws,
                 reload_promotions=self.reload_promotions,
             )
         )
@@ -161,7 +178,10 @@ class Service:
             keys=self.keys,
             handlers={
                 Action.LEADERBOARD_PUBLISH: self._publish_boards,
+                Action.ACTIVATION_OPENS: self._commit_seeds,
                 Action.BIN_CLOSES: self._close_bin,
+                Action.DRAW_ROUND: self._draw_round,
+                Action.PRIZE_LETTERS_LAPSE: self._lapse_letters,
                 Action.MULTIPLIER_STARTS: self._multiplier_starts,
                 Action.MULTIPLIER_ENDS: self._multiplier_ends,
             },
@@ -208,6 +228,7 @@ class Service:
                 tg.create_task(self._sweep_idle(), name="idle-sweeper")
                 tg.create_task(self._watch_redis(), name="redis-watch")
                 tg.create_task(self.scheduler.run(self.stop_event), name="scheduler")
+                tg.create_task(self.timers.run(self.stop_event), name="claim-timers")
                 if self._serve_http:
                     tg.create_task(self._serve(), name="http")
                 logger.info(
@@ -266,10 +287,44 @@ class Service:
             except ValueError:
                 continue  # this draw has no board on that side
 
+    async def _commit_seeds(self, action: TimedAction) -> None:
+        promotion_id, draw_id = action.ids
+        await self.draws.commit_seeds(promotion_id, draw_id)
+
     async def _close_bin(self, action: TimedAction) -> None:
         promotion_id, draw_id = action.ids
-        pool = await self.promotion_store.freeze_pool(promotion_id, draw_id, action.at)
-        logger.info("entry bin of %s/%s closed: pool %s", promotion_id, draw_id, pool.sha256)
+        await self.draws.close_bin(promotion_id, draw_id)
+        pool = await self.promotion_store.pool(promotion_id, draw_id)
+        logger.info(
+            "entry bin of %s/%s closed: pool %s", promotion_id, draw_id, pool and pool.sha256
+        )
+
+    async def _draw_round(self, action: TimedAction) -> None:
+        """Draw a round at its time. A round missed by more than the grace (the daemon was
+        down) is not drawn behind the floor's back: it is reported and the desk runs it."""
+        promotion_id, draw_id, number = action.ids
+        plan = self.draws.plan(promotion_id, draw_id)
+        if plan.manual:
+            logger.info("%s round %s is manual: the desk enters the tickets", plan.subject, number)
+            return
+        late = self.clock.now() - action.at
+        if late > dt.timedelta(seconds=self.settings.draw_grace_s):
+            await self.draws.missed(promotion_id, draw_id, int(number), late)
+            return
+        records = await self.draws.run_round(promotion_id, draw_id, int(number))
+        picks = [r.payload["card"] for r in records if r.kind == Kind.PICK]
+        logger.info("%s round %s drawn: %d winner(s)", plan.subject, number, len(picks))
+
+    async def _lapse_letters(self, action: TimedAction) -> None:
+        promotion_id, draw_id = action.ids
+        await self.draws.run_due(promotion_id, draw_id)
+
+    def _poke_timers(self) -> None:
+        self.timers.poke()
+
+    async def _draw_timers(self, subject: str) -> int:
+        promotion_id, draw_id = self.draws.resolve(subject)
+        return await self.draws.run_due(promotion_id, draw_id)
 
     async def _multiplier_starts(self, action: TimedAction) -> None:
         await self.redis.sadd(self.keys.active_multipliers, ":".join(action.ids))

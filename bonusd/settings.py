@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     deadletter_maxlen: int = Field(default=100_000, ge=100)
     deadletter_payload_bytes: int = Field(default=2048, ge=64)
     backoff_max_s: float = Field(default=30.0, gt=0)
+    # a draw round or jackpot missed by more than this (daemon down) is left to the desk
+    draw_grace_s: int = Field(default=600, ge=0)
 
     promotions: Path = Path("promotions")
     log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")

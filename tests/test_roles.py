@@ -23,6 +23,10 @@ SAMPLE = {
     "promotion": "no-such-promotion",
     "draw": "no-such-draw",
     "side": "slots",
+    "claim": "1",
+    "number": "NO-SUCH-LETTER",
+    "tombola": "pooled",
+    "round_no": "1",
 }
 
 

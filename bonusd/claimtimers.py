@@ -1,0 +1,91 @@
+"""Claim timers: acts on every deadline of the `deadlines` index when it passes.
+
+Deadlines are data in Redis, never sleeps: each draw or RAPS session keeps its next
+deadline in one sorted set (`deadlines`: `draw:{subject}` or `raps:{subject}` -> epoch
+seconds), written in the same transaction as the step that set it. This task waits on
+the daemon's clock until the earliest one (or until a step changes the index), then
+asks the owner of that subject to run whatever is due (a no-show, a reselection, a
+lapsed letter). A restarted daemon finds the same deadlines and keeps them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import cast
+
+from redis.asyncio import Redis
+
+from bonusd.backoff import Backoff, pause
+from bonusd.clock import Clock, sleep_until_or_stop
+from bonusd.errors import BonusdError
+from bonusd.store import REDIS_ERRORS
+
+logger = logging.getLogger(__name__)
+
+RunDue = Callable[[str], Awaitable[int]]
+"""Given a subject, act on its expired timers; returns how many actions ran."""
+IDLE = dt.timedelta(minutes=5)  # re-read the index at least this often (clock time)
+SLACK = dt.timedelta(milliseconds=5)  # deadlines are strict: act just after them
+
+
+class ClaimTimers:
+    """Owns the wait for the next claim deadline of the site."""
+
+    def __init__(
+        self, *, redis: Redis, key: str, clock: Clock, owners: Mapping[str, RunDue]
+    ) -> None:
+        self._redis, self._key, self._clock = redis, key, clock
+        self._owners = dict(owners)
+        self.changed = asyncio.Event()
+        self.fired = 0
+
+    def poke(self) -> None:
+        """A step changed the deadline index: look again."""
+        self.changed.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        backoff = Backoff()
+        while not stop.is_set():
+            self.changed.clear()
+            try:
+                wake = await self._tick()
+            except REDIS_ERRORS as exc:
+                logger.warning("claim timers wait for Redis (%s)", exc)
+                if await pause(stop, backoff.next_delay()):
+                    return
+                continue
+            backoff.reset()
+            if await sleep_until_or_stop(self._clock, wake, stop, self.changed) and stop.is_set():
+                return
+
+    async def _tick(self) -> dt.datetime:
+        """Run what is due now; return when to look next."""
+        now = self._clock.now()
+        rows = cast(
+            list[tuple[str, float]],
+            await self._redis.zrangebyscore(self._key, "-inf", now.timestamp(), withscores=True),
+        )
+        for member, _ in rows:
+            owner, _, subject = member.partition(":")
+            run_due = self._owners.get(owner)
+            if run_due is None:
+                logger.error("deadline index holds %r of no known owner; left alone", member)
+                continue
+            try:
+                self.fired += await run_due(subject)
+            except BonusdError as exc:  # one broken draw must not stop the others' timers
+                logger.error("timers of %s not run: %s", subject, exc)
+        nxt = cast(
+            list[tuple[str, float]],
+            await self._redis.zrangebyscore(
+                self._key, f"({now.timestamp()}", "+inf", start=0, num=1, withscores=True
+            ),
+        )
+        later = now + IDLE
+        if nxt:
+            at = dt.datetime.fromtimestamp(nxt[0][1], dt.UTC) + SLACK
+            return min(at, later)
+        return later
