@@ -17,6 +17,7 @@ from rich.table import Table
 from bonusd.audit import AuditRecord, to_jsonl, verify_chain
 from bonusd.audit_store import AuditStore
 from bonusd.auth import IssuedToken, Role, TokenStore
+from bonusd.cli_draws import add_draw_commands, live, write_pools
 from bonusd.clock import Clock, clock_from
 from bonusd.demo import DemoFloor
 from bonusd.demo import main as run_demo
@@ -269,12 +270,21 @@ def audit_verify() -> None:
 @audit_app.command("export")
 def audit_export(
     file: Annotated[Path, typer.Argument(dir_okay=False, help="JSON Lines file to write.")],
+    pools: Annotated[
+        Path | None,
+        typer.Option(file_okay=False, help="Also write every archived pool file here."),
+    ] = None,
 ) -> None:
     """Write the site's audit trail as JSON Lines, one canonical record a line."""
     settings = _settings()
-    records = asyncio.run(_audit_records(settings))
+    records, pool_files = asyncio.run(live(settings))
     file.write_text(to_jsonl(records), encoding="utf-8")
     typer.echo(f"wrote {len(records)} audit record(s) of site {settings.site} to {file}")
+    if pools is not None:
+        typer.echo(f"wrote {write_pools(pool_files, pools)} pool file(s) to {pools}")
+
+
+add_draw_commands(app, _settings)
 
 
 def main() -> None:
