@@ -26,7 +26,7 @@ from redis.asyncio import Redis
 
 from bonusd.audit import AuditRecord, Kind, evidence, parse_pool, verify_chain
 from bonusd.audit_store import AuditStore, Entry, StaleLedger
-from bonusd.claims import Actor, Prize
+from bonusd.claims import Actor, ClaimError, Prize
 from bonusd.clock import Clock
 from bonusd.drawbook import SCHEDULER, DrawBook, DrawPlan, subject_of
 from bonusd.draws import DrawError, RoundKey
@@ -297,7 +297,7 @@ class DrawDesk:
     ) -> list[AuditRecord]:
         await self.close_bin(promotion_id, draw_id, actor)
         now = self.clock.now()
-        return await self.step(
+        return await self._with_exclusions(  # an owner excluded since the freeze is refused
             promotion_id, draw_id, lambda b: b.accept_ticket(key, number, printed_pool, actor, now)
         )
 
@@ -357,7 +357,15 @@ class DrawDesk:
             if not due:
                 return done
             claim_id, action = due[0]
-            await self.act(promotion_id, draw_id, claim_id, action, SCHEDULER)
+            try:
+                await self.act(promotion_id, draw_id, claim_id, action, SCHEDULER)
+            except ClaimError:
+                # lost a race: another daemon (or the desk) acted on the claim first
+                if (claim_id, action) in (await self.book(promotion_id, draw_id)).due(
+                    self.clock.now()
+                ):
+                    raise
+                continue
             done += 1
 
     async def letter(self, number: str) -> tuple[str, str]:
