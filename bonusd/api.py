@@ -18,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from bonusd.api_draws import add_draw_routes
+from bonusd.api_jackpots import add_jackpot_routes
 from bonusd.api_promotions import add_promotion_routes
 from bonusd.audit_store import AuditStore
 from bonusd.auth import AuthError, Principal, Role, TokenStore, authorize
@@ -28,7 +29,9 @@ from bonusd.drawdesk import DrawDesk
 from bonusd.draws import DrawError
 from bonusd.errors import ImportFileError, NotFoundError
 from bonusd.health import Health
+from bonusd.jackpotdesk import JackpotDesk
 from bonusd.metrics import Metrics
+from bonusd.raps import RapsError
 from bonusd.registry import Device, Member, parse_text
 from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
@@ -50,6 +53,7 @@ class ApiContext:
     summaries: DrawSummaries
     audit: AuditStore
     draws: DrawDesk
+    jackpots: JackpotDesk
     reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
 
 
@@ -173,6 +177,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
 
     @app.exception_handler(DrawError)
     @app.exception_handler(ClaimError)
+    @app.exception_handler(RapsError)
     async def _refused(_: Request, exc: Exception) -> JSONResponse:
         status = 403 if isinstance(exc, RoleError) else 409
         return JSONResponse({"detail": str(exc)}, status_code=status)
@@ -280,6 +285,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
 
     add_promotion_routes(app, ctx, guard)
     add_draw_routes(app, ctx, guard, ctx.draws)
+    add_jackpot_routes(app, ctx, guard, ctx.jackpots)
 
     @app.get("/deadletters", tags=["operations"], dependencies=[desk_only])
     async def deadletters(

@@ -35,6 +35,7 @@ from bonusd.clock import Clock, GamingCalendar, clock_from, sleep_until_or_stop
 from bonusd.drawdesk import DrawDesk
 from bonusd.health import Health
 from bonusd.ingest import CommitHook, Ingest, MqttTarget
+from bonusd.jackpotdesk import JackpotDesk
 from bonusd.keys import Keys
 from bonusd.metrics import Metrics
 from bonusd.promotions import (
@@ -149,11 +150,20 @@ class Service:
             clock=self.clock,
             on_deadline_change=self._poke_timers,
         )
+        self.jackpots = JackpotDesk(
+            redis=self.redis,
+            keys=self.keys,
+            audit=self.audit,
+            promotions=self.promotion_store,
+            clock=self.clock,
+            calendar=self.calendar,
+            on_deadline_change=self._poke_timers,
+        )
         self.timers = ClaimTimers(
             redis=self.redis,
             key=self.draws.deadlines,
             clock=self.clock,
-            owners={"draw": self._draw_timers},
+            owners={"draw": self._draw_timers, "raps": self._raps_timers},
         )
         self.app = create_app(
             ApiContext(
@@ -168,6 +178,7 @@ class Service:
                 summaries=DrawSummaries(self.promotion_store),
                 audit=self.audit,
                 draws=self.draws,
+                jackpots=self.jackpots,
                 reload_promotions=self.reload_promotions,
             )
         )
@@ -182,6 +193,8 @@ class Service:
                 Action.BIN_CLOSES: self._close_bin,
                 Action.DRAW_ROUND: self._draw_round,
                 Action.PRIZE_LETTERS_LAPSE: self._lapse_letters,
+                Action.JACKPOT_SESSION_STARTS: self._jackpot_seeds,
+                Action.JACKPOT: self._jackpot,
                 Action.MULTIPLIER_STARTS: self._multiplier_starts,
                 Action.MULTIPLIER_ENDS: self._multiplier_ends,
             },
@@ -318,6 +331,31 @@ class Service:
     async def _lapse_letters(self, action: TimedAction) -> None:
         promotion_id, draw_id = action.ids
         await self.draws.run_due(promotion_id, draw_id)
+
+    async def _jackpot_seeds(self, action: TimedAction) -> None:
+        promotion_id, session_id = action.ids
+        await self.jackpots.commit_seeds(promotion_id, session_id)
+
+    async def _jackpot(self, action: TimedAction) -> None:
+        """A RAPS jackpot at its time; one missed by more than the grace is left to the desk."""
+        promotion_id, session_id, number = action.ids
+        late = self.clock.now() - action.at
+        if late > dt.timedelta(seconds=self.settings.draw_grace_s):
+            logger.warning(
+                "jackpot %s/%s #%s missed by %s: the desk runs it",
+                promotion_id,
+                session_id,
+                number,
+                late,
+            )
+            return
+        records = await self.jackpots.run_jackpot(promotion_id, session_id, int(number))
+        picks = [r.payload["card"] for r in records if r.kind == Kind.PICK]
+        logger.info("jackpot %s/%s #%s: %d winner(s)", promotion_id, session_id, number, len(picks))
+
+    async def _raps_timers(self, subject: str) -> int:
+        promotion_id, _, session_id = subject.partition(".")
+        return await self.jackpots.run_due(promotion_id, session_id)
 
     def _poke_timers(self) -> None:
         self.timers.poke()

@@ -24,7 +24,8 @@ SAMPLE = {
     "draw": "no-such-draw",
     "side": "slots",
     "claim": "1",
-    "number": "NO-SUCH-LETTER",
+    "number": "1",
+    "session": "no-such-session",
     "tombola": "pooled",
     "round_no": "1",
 }

@@ -1,0 +1,138 @@
+"""HTTP routes of RAPS jackpots: run one now, read a session, every claim action, the
+decline register and a jackpot's verification. Thin: rules in `bonusd.rapsbook`, the
+Redis side in `bonusd.jackpotdesk`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import FastAPI, Path
+from pydantic import BaseModel, Field
+
+from bonusd.api_draws import actor
+from bonusd.auth import Principal, Role
+from bonusd.rapsbook import RapsBook
+
+if TYPE_CHECKING:
+    from bonusd.api import ApiContext
+    from bonusd.jackpotdesk import JackpotDesk
+
+ID = Path(pattern=r"^[a-z0-9][a-z0-9-]{0,79}$")
+NUMBER = Path(ge=1, le=1000)
+CLAIM = Path(ge=1, le=100_000)
+# claim action -> (path segment, roles)
+RAPS_ACTIONS = {
+    "crew_arrived": ("at-device", (Role.CREW,)),
+    "verify_at_device": ("verified-at-device", (Role.CREW,)),
+    "not_at_device": ("not-at-device", (Role.CREW,)),
+    "not_owner": ("not-owner", (Role.CREW,)),
+    "announce": ("announce", (Role.CREW, Role.DESK)),
+    "present": ("present", (Role.CREW,)),
+    "verify": ("verify", (Role.CREW,)),
+    "declined_register": ("declined-register", (Role.CREW, Role.DESK)),
+    "reselect": ("reselect", (Role.CREW, Role.DESK)),
+}
+
+
+class DeclineIn(BaseModel):
+    card: str = Field(pattern=r"^[A-Za-z0-9-]{1,32}$")
+
+
+def session_json(book: RapsBook, now: dt.datetime) -> dict[str, Any]:
+    claims = []
+    for cid, c in book.claims.items():
+        deadline = c.deadline_now()
+        claims.append(
+            {
+                "claim": cid,
+                "jackpot": book.claim_jackpot[cid],
+                "card": c.card,
+                "device": c.device,
+                "area": c.area,
+                "bank": c.bank,
+                "state": str(c.state),
+                "won": c.won,
+                "deadline": deadline.isoformat() if deadline else None,
+                "seconds_left": max(0.0, (deadline - now).total_seconds()) if deadline else None,
+            }
+        )
+    return {
+        "session": book.subject,
+        "jackpots": [
+            {"number": n, "id": j.jackpot_id, "at": j.at.isoformat(), "attempt": j.attempt}
+            for n, j in sorted(book.jackpots.items())
+        ],
+        "declined": sorted(book.register.signed),
+        "claims": claims,
+    }
+
+
+def add_jackpot_routes(app: FastAPI, ctx: ApiContext, guard: Any, desk: JackpotDesk) -> None:
+    tags: list[str | Enum] = ["jackpots"]
+    base = "/promotions/{promotion}/jackpots/{session}"
+    desk_role = guard(ctx, Role.DESK)
+
+    @app.post(f"{base}/{{number}}/run", tags=tags)
+    async def run(
+        promotion: Annotated[str, ID],
+        session: Annotated[str, ID],
+        number: Annotated[int, NUMBER],
+        principal: Principal = desk_role,
+    ) -> dict[str, Any]:
+        """Run jackpot `number` of the session now (idempotent)."""
+        await desk.run_jackpot(promotion, session, number, actor(principal))
+        return session_json(await desk.book(promotion, session), ctx.clock.now())
+
+    @app.get(base, tags=tags, dependencies=[guard(ctx, Role.CREW, Role.DESK)])
+    async def read(promotion: Annotated[str, ID], session: Annotated[str, ID]) -> dict[str, Any]:
+        return session_json(await desk.book(promotion, session), ctx.clock.now())
+
+    @app.post(f"{base}/declines", tags=tags)
+    async def decline(
+        promotion: Annotated[str, ID],
+        session: Annotated[str, ID],
+        body: DeclineIn,
+        principal: Principal = desk_role,
+    ) -> dict[str, Any]:
+        """Sign a member into the session's decline register (until the session starts)."""
+        await desk.sign_decline(promotion, session, body.card, actor(principal))
+        return session_json(await desk.book(promotion, session), ctx.clock.now())
+
+    @app.get(f"{base}/{{number}}/verify", tags=tags, dependencies=[desk_role])
+    async def verify(
+        promotion: Annotated[str, ID], session: Annotated[str, ID], number: Annotated[int, NUMBER]
+    ) -> dict[str, Any]:
+        chain, rounds = await desk.verify(f"{promotion}.{session}.j{number}")
+        return {
+            "chain": chain,
+            "ok": bool(rounds) and all(v.ok for v in rounds.values()) and chain.startswith("ok"),
+            "attempts": [{"attempt": k[1], "result": str(v)} for k, v in sorted(rounds.items())],
+        }
+
+    for action, (segment, roles) in RAPS_ACTIONS.items():
+        _route(
+            app,
+            ctx,
+            guard(ctx, *roles),
+            desk,
+            action=action,
+            path=f"{base}/claims/{{claim}}/{segment}",
+        )
+
+
+def _route(
+    app: FastAPI, ctx: ApiContext, dependency: Any, desk: JackpotDesk, *, action: str, path: str
+) -> None:
+    async def raps_action(
+        promotion: Annotated[str, ID],
+        session: Annotated[str, ID],
+        claim: Annotated[int, CLAIM],
+        principal: Principal = dependency,
+    ) -> dict[str, Any]:
+        await desk.act(promotion, session, claim, action, actor(principal))
+        return session_json(await desk.book(promotion, session), ctx.clock.now())
+
+    raps_action.__name__ = f"raps_{action}"
+    app.post(path, tags=["claims"], summary=f"RAPS claim: {action.replace('_', ' ')}")(raps_action)
