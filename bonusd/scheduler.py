@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 
 from bonusd.backoff import Backoff, pause
 from bonusd.clock import Clock, sleep_until_or_stop
+from bonusd.errors import BonusdError
 from bonusd.keys import Keys
 from bonusd.promotions import Action, Promotion, TimedAction, schedule
 from bonusd.store import REDIS_ERRORS
@@ -128,6 +129,11 @@ class Scheduler:
                     logger.warning("%s waits for Redis (%s)", action.action.value, exc)
                     if await pause(stop, backoff.next_delay()):
                         return
+                except BonusdError as exc:
+                    # a refused step (e.g. an altered draw) must not stop every other
+                    # promotion's timetable; it stays unmarked, so a restart tries again
+                    logger.error("%s %s failed: %s", action.action.value, "/".join(action.ids), exc)
+                    break
         self.caught_up.set()  # every action ran: nothing is due, ever again
 
     async def _fire(self, action: TimedAction) -> None:
