@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow lint format bench-ingest bench-standings clean
+.PHONY: setup services demo run test test-slow lint format bench-ingest bench-standings bench-draws clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -47,6 +47,10 @@ bench-ingest: setup
 ## Recompute all standings and boards for 200,000 members; leaderboard reads.
 bench-standings: services
 	@$(PY) loadtests/bench_standings.py $(BENCH_ARGS)
+
+## A draw round (15 winners, 1,000,000 tickets, 200,000 members) and a RAPS pick, 50 runs.
+bench-draws: services
+	@$(PY) loadtests/bench_draws.py $(BENCH_ARGS)
 
 clean:
 	@scripts/ensure-services.sh stop || true
