@@ -25,21 +25,21 @@ from typing import Any, cast
 from redis.asyncio import Redis
 
 from bonusd.audit import AuditRecord, Kind, evidence, parse_pool, verify_chain
-from bonusd.audit_store import AuditStore, Entry, StaleLedger
+from bonusd.audit_store import AuditStore, Entry
 from bonusd.claims import Actor, ClaimError, Prize
 from bonusd.clock import Clock
 from bonusd.drawbook import SCHEDULER, DrawBook, DrawPlan, subject_of
 from bonusd.draws import DrawError, RoundKey
-from bonusd.errors import BonusdError, NotFoundError
-from bonusd.fairness import Pool, SeedSource, Verification, new_seed
+from bonusd.errors import NotFoundError
+from bonusd.fairness import Pool, SeedSource, Verification
 from bonusd.keys import Keys
+from bonusd.ledger import ledger_step, stored_seeds
 from bonusd.registry import Member
 from bonusd.standings import PromotionStore
 
 logger = logging.getLogger(__name__)
 
 Command = Callable[[DrawBook], list[Entry]]
-ATTEMPTS = 8
 
 
 class _Excluded(Exception):
@@ -110,13 +110,15 @@ class DrawDesk:
 
     async def _seeds(self, plan: DrawPlan, *, create: bool) -> dict[RoundKey, bytes]:
         names = [self._key("seed", plan.subject, t, str(r)) for t, r in plan.keys]
-        if create:  # fresh secrets, kept only if none was stored before (SET NX)
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for name in names:
-                    pipe.set(name, new_seed(self._seed_source).hex(), nx=True)
-                await pipe.execute()
-        values = cast(list[str | None], await self.redis.mget(names))
-        return {k: bytes.fromhex(v) for k, v in zip(plan.keys, values, strict=True) if v}
+        seeds = await stored_seeds(self.redis, names, create=create, source=self._seed_source)
+        return {k: v for k, v in zip(plan.keys, seeds, strict=True) if v}
+
+    def cached_pool(self, commitment: str) -> Pool:
+        """A pool already read by `pool_file` (or frozen here), for synchronous replays."""
+        return self._pools[commitment]
+
+    def remember_pool(self, pool: Pool) -> None:
+        self._pools[pool.commitment] = pool
 
     async def book(self, promotion_id: str, draw_id: str) -> DrawBook:
         """The draw's book, up to date with its ledger."""
@@ -132,7 +134,7 @@ class DrawDesk:
                     await self.pool_file(rec.payload["pool_commitment"])
             seeds = await self._seeds(plan, create=False)
             for rec in records:
-                book.apply(rec, seeds=seeds, pools=self._pools.__getitem__)
+                book.apply(rec, seeds=seeds, pools=self.cached_pool)
         self._books[plan.subject] = book
         return book
 
@@ -147,39 +149,22 @@ class DrawDesk:
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = subject_of(promotion_id, draw_id)
-        for _ in range(ATTEMPTS):
-            book = await self.book(promotion_id, draw_id)
-            expect = book.version
-            try:
-                entries = command(book)
-                if not entries:
-                    return []
-                if check is not None:
-                    await check(entries)
-
-                def also(pipe: Any, book: DrawBook = book) -> None:
-                    if extra is not None:
-                        extra(pipe)
-                    nxt = book.next_deadline()
-                    if nxt is None:
-                        pipe.zrem(self.deadlines, f"draw:{subject}")
-                    else:
-                        pipe.zadd(self.deadlines, {f"draw:{subject}": nxt.timestamp()})
-
-                records = await self.audit.commit(
-                    entries, subject=subject, expect=expect, extra=also
-                )
-            except StaleLedger:
-                self._books.pop(subject, None)
-                continue
-            except BaseException:
-                self._books.pop(subject, None)  # the book holds uncommitted changes
-                raise
+        records = await ledger_step(
+            audit=self.audit,
+            subject=subject,
+            deadlines=self.deadlines,
+            member=f"draw:{subject}",
+            load=lambda: self.book(promotion_id, draw_id),
+            forget=lambda: self._books.pop(subject, None),
+            command=command,
+            extra=extra,
+            check=check,
+        )
+        if records:
             self._deadline_changed()
             if self._on_records is not None:
                 await self._on_records(subject, records)
-            return records
-        raise BonusdError(f"draw {subject}: too many concurrent changes; try again")
+        return records
 
     # -- the draw's life --------------------------------------------------------------------
     async def commit_seeds(self, promotion_id: str, draw_id: str) -> list[AuditRecord]:
@@ -218,7 +203,7 @@ class DrawDesk:
 
         records = await self.step(promotion_id, draw_id, command, extra=archive)
         for pool in pools:
-            self._pools[pool.commitment] = pool
+            self.remember_pool(pool)
         return records
 
     async def _excluded_now(self, entries: list[Entry]) -> None:

@@ -28,15 +28,16 @@ from typing import Any, cast
 from redis.asyncio import Redis
 
 from bonusd.audit import AuditFormatError, AuditRecord, Kind, evidence, parse_pool, verify_chain
-from bonusd.audit_store import AuditStore, Entry, StaleLedger
+from bonusd.audit_store import AuditStore, Entry
 from bonusd.claims import Actor
 from bonusd.clock import Clock, GamingCalendar
 from bonusd.drawbook import SCHEDULER
 from bonusd.drawdesk import DrawDesk
 from bonusd.draws import RoundKey
 from bonusd.errors import BonusdError, NotFoundError
-from bonusd.fairness import Pool, SeedSource, Verification, new_seed
+from bonusd.fairness import Pool, SeedSource, Verification
 from bonusd.keys import Keys
+from bonusd.ledger import ledger_step, stored_seeds
 from bonusd.raps import FloorPlayer, PlayKind
 from bonusd.rapsbook import RapsBook, SessionPlan, jackpot_number
 from bonusd.standings import PromotionStore
@@ -44,7 +45,6 @@ from bonusd.standings import PromotionStore
 logger = logging.getLogger(__name__)
 
 Command = Callable[[RapsBook], list[Entry]]
-ATTEMPTS = 8
 
 # One round trip for the whole floor: Redis reads each active card's session, day spend,
 # member-index row and device bank (20,000 cards: ~70 ms of server time, where a client
@@ -127,13 +127,8 @@ class JackpotDesk:
     async def _seeds(self, plan: SessionPlan, *, create: bool) -> dict[int, bytes]:
         numbers = list(range(1, len(plan.times) + 1))
         names = [self._key("seed", plan.subject, "raps", str(n)) for n in numbers]
-        if create:  # fresh secrets, kept only if none was stored before (SET NX)
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for name in names:
-                    pipe.set(name, new_seed(self._seed_source).hex(), nx=True)
-                await pipe.execute()
-        values = cast(list[str | None], await self.redis.mget(names))
-        return {n: bytes.fromhex(v) for n, v in zip(numbers, values, strict=True) if v}
+        seeds = await stored_seeds(self.redis, names, create=create, source=self._seed_source)
+        return {n: v for n, v in zip(numbers, seeds, strict=True) if v}
 
     async def _report(self, jid: str, attempt: int) -> bytes:
         if (jid, attempt) not in self._reports:
@@ -160,7 +155,7 @@ class JackpotDesk:
                     await self._draws.pool_file(rec.payload["pool_commitment"])
                     await self._report(rec.payload["draw_id"], rec.payload["round"])
             seeds = await self._seeds(plan, create=False)
-            pools = self._draws._pools.__getitem__
+            pools = self._draws.cached_pool
             reports = lambda jid, attempt: self._reports[(jid, attempt)]  # noqa: E731
             for rec in records:
                 book.apply(rec, seeds=seeds, pools=pools, reports=reports)
@@ -177,36 +172,19 @@ class JackpotDesk:
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = self.plan(promotion_id, session_id).subject
-        member = f"raps:{subject}"
-        for _ in range(ATTEMPTS):
-            book = await self.book(promotion_id, session_id)
-            expect = book.version
-            try:
-                entries = command(book)
-                if not entries:
-                    return []
-
-                def also(pipe: Any, book: RapsBook = book) -> None:
-                    if extra is not None:
-                        extra(pipe)
-                    nxt = book.next_deadline()
-                    if nxt is None:
-                        pipe.zrem(self._draws.deadlines, member)
-                    else:
-                        pipe.zadd(self._draws.deadlines, {member: nxt.timestamp()})
-
-                records = await self.audit.commit(
-                    entries, subject=subject, expect=expect, extra=also
-                )
-            except StaleLedger:
-                self._books.pop(subject, None)
-                continue
-            except BaseException:
-                self._books.pop(subject, None)  # the book holds uncommitted changes
-                raise
+        records = await ledger_step(
+            audit=self.audit,
+            subject=subject,
+            deadlines=self._draws.deadlines,
+            member=f"raps:{subject}",
+            load=lambda: self.book(promotion_id, session_id),
+            forget=lambda: self._books.pop(subject, None),
+            command=command,
+            extra=extra,
+        )
+        if records:
             self._deadline_changed()
-            return records
-        raise BonusdError(f"RAPS session {subject}: too many concurrent changes; try again")
+        return records
 
     # -- the floor --------------------------------------------------------------------------
     async def snapshot(self, at: dt.datetime | None = None) -> list[FloorPlayer]:
@@ -282,7 +260,7 @@ class JackpotDesk:
 
         records = await self.step(promotion_id, session_id, command, extra=archive)
         for pool, report in archives:
-            self._draws._pools[pool.commitment] = pool
+            self._draws.remember_pool(pool)
             self._reports[(pool.draw_id, pool.round_no)] = report
         return records
 
