@@ -8,7 +8,7 @@ import datetime as dt
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import FastAPI, Path
+from fastapi import FastAPI, Path, Query, Response
 from pydantic import BaseModel, Field
 
 from bonusd.api_draws import actor
@@ -110,6 +110,19 @@ def add_jackpot_routes(app: FastAPI, ctx: ApiContext, guard: Any, desk: JackpotD
             "ok": bool(rounds) and all(v.ok for v in rounds.values()) and chain.startswith("ok"),
             "attempts": [{"attempt": k[1], "result": str(v)} for k, v in sorted(rounds.items())],
         }
+
+    @app.get(f"{base}/{{number}}/eligibility", tags=tags, dependencies=[desk_role])
+    async def eligibility(
+        promotion: Annotated[str, ID],
+        session: Annotated[str, ID],
+        number: Annotated[int, NUMBER],
+        attempt: Annotated[int, Query(ge=0, description="0: the latest attempt")] = 0,
+    ) -> Response:
+        """Who was eligible at the jackpot instant (with their place) and why every other
+        carded-in player was not, rebuilt from the archived floor snapshot."""
+        ref = f"{promotion}.{session}.j{number}"
+        report = await desk.eligibility_report(ref, attempt)
+        return Response(report, media_type="application/json")
 
     for action, (segment, roles) in RAPS_ACTIONS.items():
         _route(

@@ -50,6 +50,7 @@ def _day_totals(event: FloorEvent, fx: Effects) -> None:
     fx.add(f"visits:{event.gaming_day}", event.card)
     fx.incr(day, f"{side}_points", event.points)
     fx.incr(day, "spend_cents", event.wager_cents)
+    fx.incr(f"dayspend:{event.gaming_day}", event.card, event.wager_cents)  # RAPS reads it whole
     fx.incr(day, f"{side}_spend_cents", event.wager_cents)
     fx.incr(day, "win_cents", event.win_cents)
     if event.type == "game":

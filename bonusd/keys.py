@@ -10,7 +10,10 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
     {prefix}:{site}:at:{device}            string the card active at the device
     {prefix}:{site}:active:{kind}:{area}   zset   active cards, score = since (ms)
     {prefix}:{site}:lastseen               zset   active cards, score = last event (ms)
+    {prefix}:{site}:floor-place            hash   active card -> kind\tarea\tdevice\tseat\tbank
+    {prefix}:{site}:floor-lastplay         zset   active cards, score = last rated play (ms)
     {prefix}:{site}:day:{day}:{card}       hash   gaming-day totals of one member
+    {prefix}:{site}:dayspend:{day}         hash   card -> the gaming day's spend (cents), for RAPS
     {prefix}:{site}:visits:{day}           set    members with a gaming visit that day
     {prefix}:{site}:seen:{hour}            set    applied event ids by event hour (dedup)
     {prefix}:{site}:deadletters            stream rejected messages

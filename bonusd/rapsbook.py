@@ -15,39 +15,30 @@ does not give the recorded payload. Commands return the `Entry`s to commit. Pure
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from bonusd import audit
-from bonusd.audit import AuditRecord, Json, Kind, canonical_json, round_ref, utc_text
+from bonusd.audit import AuditRecord, Json, Kind, round_ref, utc_text
 from bonusd.audit_store import Entry
 from bonusd.claims import Actor, ClaimError
 from bonusd.drawbook import SCHEDULER, LedgerError, PoolFiles, actor_text, parse_actor, parse_time
 from bonusd.errors import BonusdError
 from bonusd.fairness import Pool, commit_seed
 from bonusd.promotions.kinds import EmptyPoolAction
-from bonusd.promotions.schedule import jackpot_times
-from bonusd.promotions.schema import JackpotSession, Promotion
 from bonusd.raps import (
     RAPS_TOMBOLA,
     DeclineRegister,
-    FloorPlayer,
     Jackpot,
     RapsClaim,
     RapsClaimState,
     RapsError,
-    RapsRules,
-    eligibility,
 )
+from bonusd.rapsfloor import FloorSnapshot, Judgement, instant_ms, judge
+from bonusd.rapsplan import Due, JackpotState, SessionPlan, jackpot_number
 
-Times = Sequence[dt.datetime] | None
-Reports = Callable[[str, int], bytes]
-"""(jackpot id, attempt) -> the archived eligibility report."""
-PLACE = ("card", "device", "area", "bank", "seat")
+Floors = Callable[[str, int], FloorSnapshot]
+"""(jackpot id, attempt) -> the archived floor snapshot it was judged from."""
 SIMPLE_MOVES = frozenset(
     {
         "crew_arrived",
@@ -59,90 +50,6 @@ SIMPLE_MOVES = frozenset(
         "verify",
     }
 )
-
-
-def jackpot_number(jid: str) -> int:
-    return int(jid.rpartition(".j")[2])
-
-
-@dataclass(frozen=True)
-class SessionPlan:
-    """What the promotion file says about one RAPS session, in the terms the book needs."""
-
-    subject: str
-    session: JackpotSession  # areas, claim_seconds, decline_register, empty_pool, ...
-    times: tuple[dt.datetime, ...]  # jackpot n is at times[n - 1]
-    starts_at: dt.datetime
-    register_opens: dt.datetime  # the gaming day's opening
-    rules: RapsRules
-
-    @classmethod
-    def of(cls, promotion: Promotion, session: JackpotSession, times: Times = None) -> SessionPlan:
-        """`times`: the jackpot instants of a session with random times (as scheduled)."""
-        starts = dt.datetime.combine(session.date, session.start, promotion.zone)
-        rules = RapsRules(
-            areas=frozenset(session.areas),
-            min_spend_cents=session.min_spend_cents,
-            active_window=dt.timedelta(minutes=session.active_play_minutes),
-            tiers=frozenset(t.value for t in promotion.tiers),  # an unregistered card has none
-        )
-        at = tuple(times) if times is not None else jackpot_times(promotion, session)
-        opens = promotion.calendar.day_opens(promotion.calendar.gaming_day(starts))
-        return cls(f"{promotion.id}.{session.id}", session, at, starts, opens, rules)
-
-    def at(self, number: int) -> dt.datetime:
-        if not 1 <= number <= len(self.times):
-            raise RapsError(
-                f"session {self.subject} has jackpots 1 to {len(self.times)}, not {number}"
-            )
-        return self.times[number - 1]
-
-
-@dataclass
-class JackpotState:
-    """One jackpot of the session: its seed, current attempt's pool and picks, outcome."""
-
-    number: int
-    at: dt.datetime
-    jackpot_id: str
-    seed: bytes | None = None
-    jackpot: Jackpot | None = None  # the current attempt's pool and stream
-    attempt: int = 0
-    prizes: int = 1  # more when an earlier jackpot's prize was carried over to this one
-    claims: list[int] = field(default_factory=list)
-    locations: dict[str, dict[str, str]] = field(default_factory=dict)
-    retry_at: dt.datetime | None = None
-    outcome: str = ""  # "", "skipped", "carried_over" or "nobody_left"; won: see claims
-    revealed: bool = False
-    summary: dict[str, Json] = field(default_factory=dict)
-
-
-class Due(NamedTuple):
-    """A timer: a claim's announcement running out, or an empty pool's retry."""
-
-    at: dt.datetime
-    jackpot: int
-    claim_id: int | None
-    action: str  # "reselect", "declined_register" or "retry"
-
-
-def eligibility_report(
-    jid: str, attempt: int, at: dt.datetime, players: Sequence[FloorPlayer], rules: RapsRules
-) -> bytes:
-    """The archived report: every eligible card with where it was, every other card with
-    its reasons. Its SHA-256 is in the POOL record."""
-    elig = eligibility(players, at=at, rules=rules)
-    places = [
-        (p.card, p.device, p.area, p.bank, "" if p.seat is None else str(p.seat))
-        for p in elig.eligible
-    ]
-    eligible: list[Json] = [dict(zip(PLACE, place, strict=True)) for place in places]
-    others: list[Json] = [
-        {"card": i.player.card, "device": i.player.device, "reasons": [str(r) for r in i.reasons]}
-        for i in elig.ineligible
-    ]
-    report = {"jackpot_id": jid, "attempt": attempt, "at": utc_text(at)}
-    return canonical_json(report | {"eligible": eligible, "ineligible": others})
 
 
 class RapsBook:
@@ -168,11 +75,11 @@ class RapsBook:
         *,
         seeds: Mapping[int, bytes],
         pools: PoolFiles,
-        reports: Reports,
+        floors: Floors,
     ) -> None:
         """Redo the step of one ledger record and check it gives the recorded payload."""
         try:
-            got = self._replay(rec, seeds, pools, reports)
+            got = self._replay(rec, seeds, pools, floors)
             problem = f"says {rec.payload}, but replaying it gives {got}"
         except (BonusdError, KeyError, ValueError) as exc:
             got, problem = None, f"cannot be replayed: {exc}"
@@ -181,7 +88,7 @@ class RapsBook:
         self.version += 1
 
     def _replay(
-        self, rec: AuditRecord, seeds: Mapping[int, bytes], pools: PoolFiles, reports: Reports
+        self, rec: AuditRecord, seeds: Mapping[int, bytes], pools: PoolFiles, floors: Floors
     ) -> dict[str, Json]:
         kind, p = Kind(rec.kind), rec.payload
         at, actor = parse_time(rec.time), parse_actor(rec.actor)
@@ -192,7 +99,7 @@ class RapsBook:
             return self._commit(n, seeds[n], late=p.get("late", False))
         if kind is Kind.POOL:
             jid = self.jackpot(n).jackpot_id
-            return self._pool(n, pools(p["pool_commitment"]), reports(jid, p["round"]))
+            return self._pool(n, pools(p["pool_commitment"]), floors(jid, p["round"]))
         if kind in (Kind.PICK, Kind.REDRAW):
             return self._pick(n)
         if kind is Kind.CLAIM and p["action"] == "created":
@@ -201,6 +108,8 @@ class RapsBook:
             return self._move(int(p["claim"].split()[-1]), p["action"], actor, at)
         if kind is Kind.EXCEPTION and p.get("event") == "empty_pool":
             return self._empty(n, at)
+        if kind is Kind.EXCEPTION and p.get("event") == "missed":
+            return self._missed(n, p["note"])
         if kind is Kind.EXCEPTION:
             return self._nobody_left(n)
         if kind is Kind.SEED_REVEAL:
@@ -232,27 +141,27 @@ class RapsBook:
         self.register.sign(card, actor, at)
         return {"draw_id": self.subject, "card": card}
 
-    def _pool(self, n: int, pool: Pool, report: bytes) -> dict[str, Json]:
+    def _pool(
+        self, n: int, pool: Pool, floor: FloorSnapshot, verdict: Judgement | None = None
+    ) -> dict[str, Json]:
         st = self.jackpot(n)
         if st.seed is None:
             raise RapsError(f"jackpot {st.jackpot_id}: commit its seed before the pool")
-        facts = json.loads(report)
-        cards, k = tuple(e["card"] for e in facts["eligible"]), st.attempt + 1
-        if cards != pool.cards or pool.round_no != k or facts["attempt"] != k:
+        k = st.attempt + 1
+        verdict = verdict or judge(floor, self.plan.rules)
+        if verdict.eligible != pool.cards or pool.round_no != k:
             raise RapsError(
-                f"jackpot {st.jackpot_id}: the archived eligibility report of attempt {k} "
-                "does not match its pool file; restore both from the backup"
+                f"jackpot {st.jackpot_id}: the pool file of attempt {k} is not the eligible "
+                "players of its archived floor snapshot; restore both from the backup"
             )
         st.attempt = k
         st.jackpot = Jackpot(st.jackpot_id, seed=st.seed)
         st.jackpot.restore(pool)
-        st.locations = {e["card"]: e for e in facts["eligible"]}
+        st.floor = floor
         st.retry_at = None
-        reasons = Counter(r for i in facts["ineligible"] for r in i["reasons"])
-        counts = {"eligible": pool.members, "ineligible": len(facts["ineligible"])}
-        st.summary = {"attempt": k, **counts, "reasons": dict(sorted(reasons.items()))}
-        sha = hashlib.sha256(report).hexdigest()
-        extra = {"seed_commitment": commit_seed(st.seed), "eligibility_sha256": sha}
+        counts = {"eligible": pool.members, "ineligible": len(verdict.others)}
+        st.summary = {"attempt": k, **counts, "reasons": dict(verdict.reasons())}
+        extra = {"seed_commitment": commit_seed(st.seed), "floor_sha256": floor.sha256}
         return audit.pool_payload(pool) | extra | st.summary
 
     def _pick(self, n: int) -> dict[str, Json]:
@@ -265,7 +174,8 @@ class RapsBook:
     def _create(self, n: int, card: str, actor: Actor, at: dt.datetime) -> dict[str, Json]:
         st = self.jackpot(n)
         assert st.jackpot is not None
-        where = st.locations[card]
+        assert st.floor is not None
+        where = st.floor.place(card)
         claim_id = len(self.claims) + 1
         claim = RapsClaim(
             claim_id,
@@ -326,6 +236,13 @@ class RapsBook:
         out = {"event": "nobody_left", "note": note}
         return round_ref(st.jackpot_id, RAPS_TOMBOLA, st.attempt) | out
 
+    def _missed(self, n: int, note: str) -> dict[str, Json]:
+        st = self.jackpot(n)
+        if st.attempt:
+            raise RapsError(f"jackpot {st.jackpot_id} has run: it was not missed")
+        st.exceptions.append({"event": "missed"})
+        return round_ref(st.jackpot_id, RAPS_TOMBOLA, 0) | {"event": "missed", "note": note}
+
     def _reveal(self, n: int) -> dict[str, Json]:
         st = self.jackpot(n)
         if st.revealed or st.jackpot is None or not self.settled(n):
@@ -355,6 +272,19 @@ class RapsBook:
                 out.append(self._entry(Kind.COMMITMENT, payload, SCHEDULER, at))
         return out
 
+    def missed(self, n: int, late: dt.timedelta, at: dt.datetime) -> list[Entry]:
+        """Record that jackpot `n` did not run at its time (the daemon was down longer than
+        the grace): the desk runs it on demand or decides otherwise. Once per jackpot."""
+        st = self.jackpot(n)
+        noted = any(e.get("event") == "missed" for e in st.exceptions)
+        if st.attempt or noted:
+            return []
+        note = (
+            f"jackpot {st.jackpot_id} not run at {utc_text(st.at)}: the daemon was down for "
+            f"{late}; the desk runs it"
+        )
+        return [self._entry(Kind.EXCEPTION, self._missed(n, note), SCHEDULER, at)]
+
     def sign_decline(self, card: str, actor: Actor, at: dt.datetime) -> list[Entry]:
         return [self._entry(Kind.DECLINE, self._decline(card, actor, at), actor, at)]
 
@@ -368,27 +298,28 @@ class RapsBook:
         return st.retry_at is not None and at >= st.retry_at
 
     def select(
-        self, n: int, players: Sequence[FloorPlayer], actor: Actor, at: dt.datetime
-    ) -> tuple[list[Entry], list[tuple[Pool, bytes]]]:
-        """Freeze the pool of eligible players at `at` and alert the crew to the winner
-        (or record the empty pool); returns the entries and the (pool, report) to archive.
-        Idempotent: a jackpot run already (and no retry due) gives nothing."""
+        self, n: int, floor: FloorSnapshot, actor: Actor, at: dt.datetime
+    ) -> tuple[list[Entry], list[tuple[Pool, FloorSnapshot]]]:
+        """Freeze the pool of players eligible on `floor` (the snapshot at `at`) and alert
+        the crew to the winner (or record the empty pool); returns the entries and the
+        (pool, floor snapshot) to archive. Idempotent: a jackpot run already (and no
+        retry due) gives nothing."""
         st = self.jackpot(n)
         if not self.selectable(n, at):
             return [], []
         if at < st.at:
             raise RapsError(f"jackpot {st.jackpot_id} is at {utc_text(st.at)}; not before")
-        report = eligibility_report(st.jackpot_id, st.attempt + 1, at, players, self.plan.rules)
-        cards = [e["card"] for e in json.loads(report)["eligible"]]
-        pool = Pool.freeze(
-            st.jackpot_id, RAPS_TOMBOLA, dict.fromkeys(cards, 1), round_no=st.attempt + 1
-        )
-        out = [self._entry(Kind.POOL, self._pool(n, pool, report), actor, at)]
+        if floor.at_ms != instant_ms(at):
+            raise RapsError(f"jackpot {st.jackpot_id}: the floor snapshot is not of {utc_text(at)}")
+        verdict = judge(floor, self.plan.rules)
+        entries = dict.fromkeys(verdict.eligible, 1)
+        pool = Pool.freeze(st.jackpot_id, RAPS_TOMBOLA, entries, round_no=st.attempt + 1)
+        out = [self._entry(Kind.POOL, self._pool(n, pool, floor, verdict), actor, at)]
         if pool.members == 0:
             out.append(self._entry(Kind.EXCEPTION, self._empty(n, at), actor, at))
         else:
             out += self._announce(Kind.PICK, n, actor, at)
-        return out + self.reveal_seeds(at), [(pool, report)]
+        return out + self.reveal_seeds(at), [(pool, floor)]
 
     def _announce(self, kind: Kind, n: int, actor: Actor, at: dt.datetime) -> list[Entry]:
         pick = self._entry(kind, self._pick(n), actor, at)

@@ -34,6 +34,16 @@ Handler = Callable[[TimedAction], Awaitable[None]]
 COALESCED = frozenset({Action.LEADERBOARD_PUBLISH})
 
 
+async def promotion_timetable(redis: Redis, keys: Keys, promotion: Promotion) -> list[TimedAction]:
+    """The promotion's timed actions. Random jackpot times come from a seed kept per
+    promotion in Redis (set once), so a restart, another daemon and the jackpot desk all
+    see the same times."""
+    key = f"{keys.base}schedule-seed:{promotion.id}"
+    await redis.set(key, secrets.token_hex(16), nx=True)
+    seed = cast(str, await redis.get(key))
+    return list(schedule(promotion, rng=random.Random(seed)))  # times only; never a winner
+
+
 class Scheduler:
     """Drives the timed actions of the site's promotions from a `Clock`."""
 
@@ -66,10 +76,7 @@ class Scheduler:
         kept per promotion in Redis, so a restart sees the same times."""
         out: list[TimedAction] = []
         for p in self._promotions:
-            key = f"{self._keys.base}schedule-seed:{p.id}"
-            await self._redis.set(key, secrets.token_hex(16), nx=True)
-            seed = cast(str, await self._redis.get(key))
-            out += schedule(p, rng=random.Random(seed))  # times only; never a winner
+            out += await promotion_timetable(self._redis, self._keys, p)
         return sorted(out, key=lambda a: a.sort_key)
 
     def _superseded(self, action: TimedAction, later: list[TimedAction]) -> bool:

@@ -337,7 +337,8 @@ class Service:
         await self.jackpots.commit_seeds(promotion_id, session_id)
 
     async def _jackpot(self, action: TimedAction) -> None:
-        """A RAPS jackpot at its time; one missed by more than the grace is left to the desk."""
+        """A RAPS jackpot at its time; one missed by more than the grace is recorded (an
+        exception record) and left to the desk."""
         promotion_id, session_id, number = action.ids
         late = self.clock.now() - action.at
         if late > dt.timedelta(seconds=self.settings.draw_grace_s):
@@ -348,6 +349,7 @@ class Service:
                 number,
                 late,
             )
+            await self.jackpots.missed(promotion_id, session_id, int(number), late)
             return
         records = await self.jackpots.run_jackpot(promotion_id, session_id, int(number))
         picks = [r.payload["card"] for r in records if r.kind == Kind.PICK]

@@ -7,7 +7,6 @@ import datetime as dt
 import hashlib
 import itertools
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +19,17 @@ from bonusd.audit_store import AuditStore
 from bonusd.claims import Actor, ClaimError, Role
 from bonusd.clock import ManualClock
 from bonusd.drawbook import LedgerError
-from bonusd.errors import NotFoundError
+from bonusd.errors import BonusdError, NotFoundError
 from bonusd.fairness import pick_sequence
 from bonusd.jackpotdesk import JackpotDesk
 from bonusd.keys import Keys
-from bonusd.promotions import load_promotion
+from bonusd.promotions import Action, load_promotion
 from bonusd.raps import RapsClaimState, Reason
+from bonusd.rapsfloor import FloorSnapshot
+from bonusd.scheduler import promotion_timetable
 from bonusd.standings import PromotionStore
+from bonusd.store import FloorStore
+from bonusd.telemetry import FloorEvent
 
 FESTA = Path(__file__).parent.parent / "promotions" / "montecasino-festa-fortuna.toml"
 PID = "montecasino-festa-fortuna"
@@ -132,6 +135,11 @@ async def seat(
         pipe.sadd(s.keys.active_index, f"active:{kind}:{area}")
         pipe.set(s.keys.at(slot), card)
         pipe.hset(s.keys.day(day, card), mapping={"spend_cents": str(spend), "visit": "1"})
+        seat_text = "" if seat_no is None else str(seat_no)
+        place = "\t".join((kind, area, device, seat_text, f"B-{area}"))
+        pipe.hset(s.keys.base + "floor-place", card, place)
+        pipe.zadd(s.keys.base + "floor-lastplay", {card: last_play})
+        pipe.hset(s.keys.base + f"dayspend:{day}", card, str(spend))
         if tier is not None:
             pipe.hset(s.keys.member_index, card, f"{tier}|0|{'1' if excluded else '0'}||")
         await pipe.execute()
@@ -182,7 +190,7 @@ async def test_only_eligible_players_win_and_the_pool_says_why(s: Site) -> None:
     s.clock.set(local(14, 30))
     await fifty(s, s.clock.now())
     floor = await s.desk.snapshot()
-    assert len(floor) == 50
+    assert floor.size == 50
     records = await s.desk.run_jackpot(PID, SID, 1)
     assert kinds(records) == ["pool", "pick", "claim"]
     pool = records[0].payload
@@ -193,9 +201,9 @@ async def test_only_eligible_players_win_and_the_pool_says_why(s: Site) -> None:
     detail = records[2].payload["detail"]
     assert detail["device"].endswith(winner) and detail["bank"] in ("B-main", "B-smoking")
     assert await s.desk.run_jackpot(PID, SID, 1) == []  # idempotent
-    report = await s.redis.hget(s.key("eligibility", J1), "1")
-    assert hashlib.sha256(report.encode()).hexdigest() == pool["eligibility_sha256"]
-    facts = json.loads(report)
+    archived = await s.redis.hget(s.key("rapsfloor", J1), "1")
+    assert hashlib.sha256(archived.encode()).hexdigest() == pool["floor_sha256"]
+    facts = json.loads(await s.desk.eligibility_report(J1))
     assert sorted(e["card"] for e in facts["eligible"]) == ELIGIBLE
     assert {i["card"]: i["reasons"] for i in facts["ineligible"]}["X0"] == ["excluded"]
     # every jackpot of the session: one winner each, always an eligible player
@@ -259,7 +267,7 @@ async def test_absent_winner_is_reselected_from_the_same_stream(s: Site) -> None
     assert book.claims[3].card == pick_sequence(pool, seed, 3)[2].card
     # a restarted daemon (no cache) rebuilds the same book from the ledger
     s.desk._books.clear()
-    s.desk._reports.clear()
+    s.desk._floors.clear()
     s.desk._draws._pools.clear()
     again = await s.desk.book(PID, SID)
     assert [(c.card, c.state) for c in again.claims.values()] == [
@@ -352,6 +360,17 @@ async def test_tampering_is_found(s: Site) -> None:
     _, result = await s.desk.verify(J1)
     assert not all(v.ok for v in result.values())
     await s.redis.set(key, original)
+    # the archived floor snapshot changed: an ineligible card made eligible, or any edit
+    floor_key = s.key("rapsfloor", J1)
+    snap = await s.redis.hget(floor_key, "1")
+    head, _, body = snap.partition("\n")
+    row = next(r for r in body.split("\n") if r.startswith("X0\t"))
+    await s.redis.hset(floor_key, "1", snap.replace(row, row[:-1] + "0"))
+    _, result = await s.desk.verify(J1)
+    assert "floor: expected " + records[0].payload["floor_sha256"] in str(result[("raps", 1)])
+    await s.redis.hset(floor_key, "1", snap)
+    _, result = await s.desk.verify(J1)
+    assert all(v.ok for v in result.values())
     # the revealed seed changed in the audit trail
     audit = s.keys.base + "audit"
     rows = await s.redis.lrange(audit, 0, -1)
@@ -373,24 +392,99 @@ async def test_tampering_is_found(s: Site) -> None:
         await s.desk.book(PID, SID)
 
 
-async def test_snapshot_of_a_full_floor(s: Site) -> None:
+async def test_the_ingest_keeps_the_floor_snapshot(s: Site) -> None:
+    """The snapshot reads what the ingest script writes: sessions through the real store,
+    a move, a card-out and an idle sweep each reflected, 2,000 players read whole."""
     at = local(14, 30)
-    last = int(at.timestamp() * 1000) - 60_000
     day = "2025-10-04"
-    async with s.redis.pipeline(transaction=False) as pipe:
-        for n in range(20_000):
-            card, device = f"F{n:05d}", f"EGM-{n:05d}"
-            fields = {"slot": device, "device": device, "seat": "", "kind": "egm", "area": "main"}
-            fields |= {"since": str(last), "last_play": str(last), "last_seen": str(last)}
-            pipe.hset(s.keys.session(card), mapping=fields)
-            pipe.zadd(s.keys.active("egm", "main"), {card: last})
-            pipe.hset(s.keys.day(day, card), "spend_cents", "20000")
-            pipe.hset(s.keys.member_index, card, "K|0|0||")
-            pipe.hset(s.keys.device(device), mapping={"area": "main", "bank": f"B{n // 10}"})
-        pipe.sadd(s.keys.active_index, "active:egm:main")
-        await pipe.execute()
-    began = time.perf_counter()
+    base_ms = int(at.timestamp() * 1000)
+    store = FloorStore(
+        s.redis, s.keys, dedup_ttl_s=3600, deadletter_maxlen=100, deadletter_payload_bytes=100
+    )
+    await s.redis.hset(s.keys.device("EGM-00007"), mapping={"area": "main", "bank": "B7"})
+
+    def game(n: int, card: str, device: str, ms: int, wager: int) -> FloorEvent:
+        return FloorEvent(
+            id=f"g{n}",
+            type="game",
+            kind="egm",
+            device=device,
+            card=card,
+            ts_ms=ms,
+            gaming_day=day,
+            area="main",
+            seat=0,
+            wager_cents=wager,
+            win_cents=0,
+            points=1,
+        )
+
+    events = [game(n, f"F{n:05d}", f"EGM-{n:05d}", base_ms - 60_000, 20_000) for n in range(2_000)]
+    await store.apply_batch(events, [])
+    await store.apply_batch([game(9_000, "F00001", "EGM-00001", base_ms - 30_000, 500)], [])
+    out = FloorEvent(
+        id="o1",
+        type="card_out",
+        kind="egm",
+        device="EGM-00002",
+        card="F00002",
+        ts_ms=base_ms - 20_000,
+        gaming_day=day,
+        area="main",
+        seat=0,
+        wager_cents=0,
+        win_cents=0,
+        points=0,
+    )
+    await store.apply_batch([out], [])
     floor = await s.desk.snapshot(at)
-    took = time.perf_counter() - began
-    assert len(floor) == 20_000 and floor[123].bank == "B12" and floor[0].spend_cents == 20_000
-    assert took < 1.0, f"reading 20,000 players took {took:.3f} s"
+    assert floor.size == 1_999 and "F00002" not in floor.columns[0]
+    rows = {r["card"]: r for r in (floor.row(i) for i in range(floor.size))}
+    assert rows["F00007"]["bank"] == "B7" and rows["F00008"]["bank"] == ""
+    assert rows["F00001"]["spend_cents"] == "20500"
+    assert rows["F00001"]["last_play_ms"] == str(base_ms - 30_000)
+    assert rows["F00000"]["tier"] == "" and rows["F00000"]["excluded"] == "0"
+    assert FloorSnapshot.parse(floor.serialise()) == floor
+    swept = await store.sweep_idle(at, idle_timeout_s=45, limit=5_000)
+    assert len(swept) == 1_998
+    assert (await s.desk.snapshot(at)).columns[0] == ["F00001"]
+
+
+async def test_a_missed_jackpot_is_recorded_once_and_the_desk_can_still_run_it(s: Site) -> None:
+    await start(s)
+    s.clock.set(local(15, 0))
+    records = await s.desk.missed(PID, SID, 1, dt.timedelta(minutes=30))
+    assert kinds(records) == ["exception"] and records[0].payload["event"] == "missed"
+    assert "daemon was down for 0:30:00" in records[0].payload["note"]
+    assert await s.desk.missed(PID, SID, 1, dt.timedelta(minutes=31)) == []
+    s.desk._books.clear()  # a restart replays the record
+    assert (await s.desk.book(PID, SID)).jackpot(1).exceptions == [{"event": "missed"}]
+    await fifty(s, s.clock.now())  # the floor as the desk finds it
+    assert kinds(await s.desk.run_jackpot(PID, SID, 1)) == ["pool", "pick", "claim"]
+    assert await s.desk.missed(PID, SID, 1, dt.timedelta(minutes=32)) == []
+
+
+async def test_random_jackpot_times_are_the_schedulers(
+    site: str, redis_url: str, tmp_path: Path
+) -> None:
+    one = await make_site(site, redis_url, tmp_path, "skip")
+    try:
+        path = tmp_path / FESTA.name
+        text = path.read_text(encoding="utf-8").replace(
+            'times = { every_minutes = 30, first = "14:30", last = "21:00" }',
+            "times = { random = 5 }",
+        )
+        path.write_text(text, encoding="utf-8")
+        promotion = load_promotion(path)
+        one.desk.promotions = PromotionStore(one.redis, one.keys, [promotion])
+        with pytest.raises(BonusdError, match="random times that are not loaded"):
+            one.desk.plan(PID, SID)
+        plan = await one.desk.load_plan(PID, SID)
+        actions = await promotion_timetable(one.redis, one.keys, promotion)
+        mine = [a.at for a in actions if a.action is Action.JACKPOT and a.ids[1] == SID]
+        assert plan.times == tuple(mine) and len(plan.times) == 5
+        assert local(14) < plan.times[0] < plan.times[-1] <= local(21)
+        commits = await one.desk.commit_seeds(PID, SID)
+        assert kinds(commits) == ["commitment"] * 5
+    finally:
+        await one.redis.aclose()

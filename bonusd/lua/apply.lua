@@ -63,6 +63,8 @@ end
 local function end_session(card, s)
   redis.call('ZREM', base .. 'active:' .. s.kind .. ':' .. s.area, card)
   redis.call('ZREM', base .. 'lastseen', card)
+  redis.call('HDEL', base .. 'floor-place', card)
+  redis.call('ZREM', base .. 'floor-lastplay', card)
   local at = base .. 'at:' .. s.slot
   if redis.call('GET', at) == card then redis.call('DEL', at) end
   redis.call('DEL', base .. 'session:' .. card)
@@ -98,6 +100,9 @@ local function start_session(card, kind, slot, area, ts)
   redis.call('SADD', base .. 'active-index', 'active:' .. kind .. ':' .. area)
   redis.call('SET', base .. 'at:' .. slot, card)
   redis.call('ZADD', base .. 'lastseen', ts, card)
+  local bank = redis.call('HGET', base .. 'device:' .. device, 'bank') or ''
+  redis.call('HSET', base .. 'floor-place', card,
+    table.concat({kind, area, device, seat, bank}, '\t'))
   sess[card] = {slot = slot, kind = kind, area = area, last_seen = ts, last_play = 0}
   return true
 end
@@ -129,6 +134,7 @@ for card in pairs(dirty) do
   redis.call('HSET', base .. 'session:' .. card,
     'last_play', string.format('%d', s.last_play), 'last_seen', string.format('%d', s.last_seen))
   redis.call('ZADD', base .. 'lastseen', s.last_seen, card)
+  if s.last_play > 0 then redis.call('ZADD', base .. 'floor-lastplay', s.last_play, card) end
 end
 
 -- the merged, order-free effects

@@ -12,6 +12,8 @@ for _, card in ipairs(cards) do
     local at = base .. 'at:' .. v[1]
     if redis.call('GET', at) == card then redis.call('DEL', at) end
     redis.call('DEL', skey)
+    redis.call('HDEL', base .. 'floor-place', card)
+    redis.call('ZREM', base .. 'floor-lastplay', card)
     ended[#ended + 1] = card
     redis.call('ZREM', KEYS[1], card)
   elseif not v[1] then
