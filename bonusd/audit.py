@@ -23,13 +23,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-import numpy as np
-
 from bonusd.claims import Transition
 from bonusd.draws import ManualPick, RoundKey, RoundRecord, verify_draw
-from bonusd.errors import BonusdError
+from bonusd.errors import AuditFormatError
 from bonusd.fairness import (
-    POOL_MAGIC,
     Mismatch,
     PassedOver,
     Pick,
@@ -40,10 +37,6 @@ from bonusd.fairness import (
 
 GENESIS = "0" * 64
 Json = Any  # None | bool | int | str | list[Json] | dict[str, Json]; never a float
-
-
-class AuditFormatError(BonusdError):
-    """An audit export or an archived pool file cannot be read."""
 
 
 class Kind(StrEnum):
@@ -206,25 +199,6 @@ def from_jsonl(text: str) -> list[AuditRecord]:
         except (ValueError, KeyError, TypeError) as exc:
             raise AuditFormatError(f"audit export line {n}: {exc!r}") from exc
     return out
-
-
-def parse_pool(data: bytes) -> Pool:
-    """Read an archived pool file; it must be exactly `Pool.serialise()` of its content."""
-    try:
-        header, *lines = data.decode().split("\n")
-        magic, *fields = header.split(" ")
-        meta = dict(f.split("=", 1) for f in fields)
-        if magic != POOL_MAGIC or lines[-1] != "":
-            raise ValueError("not a bonusd-pool-v1 file")
-        pairs = [line.split(":") for line in lines[:-1]]
-        cards = tuple(c for c, _ in pairs)
-        tickets = np.array([int(n) for _, n in pairs], dtype=np.int64)
-        pool = Pool(meta["draw"], meta["tombola"], int(meta["round"]), cards, tickets)
-        if pool.serialise() != data:
-            raise ValueError("not in canonical form (header counts, number format or order)")
-    except (ValueError, KeyError) as exc:
-        raise AuditFormatError(f"pool file: {exc}") from exc
-    return pool
 
 
 # -- payloads --------------------------------------------------------------------------

@@ -21,13 +21,13 @@ from bonusd.audit import (
     draw_report,
     evidence,
     from_jsonl,
-    parse_pool,
     verify_chain,
 )
 from bonusd.audit_store import AuditStore
 from bonusd.errors import NotFoundError
 from bonusd.fairness import Pool
 from bonusd.keys import Keys
+from bonusd.poolfile import parse_pool
 from bonusd.settings import Settings
 
 POOL_SUFFIX = ".pool"

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 
-from bonusd.audit import AuditRecord, Kind, evidence, parse_pool, verify_chain
+from bonusd.audit import AuditRecord, Kind, evidence, verify_chain
 from bonusd.audit_store import AuditStore, Entry
 from bonusd.claims import Actor, ClaimError, Prize
 from bonusd.clock import Clock
@@ -34,6 +34,7 @@ from bonusd.errors import NotFoundError
 from bonusd.fairness import Pool, SeedSource, Verification
 from bonusd.keys import Keys
 from bonusd.ledger import ledger_step, stored_seeds
+from bonusd.poolfile import parse_pool
 from bonusd.registry import Member
 from bonusd.standings import PromotionStore
 

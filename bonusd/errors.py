@@ -35,9 +35,17 @@ class ImportFileError(BonusdError):
         )
 
 
+class AuditFormatError(BonusdError):
+    """An audit export or an archived pool file cannot be read."""
+
+
 class NotFoundError(BonusdError):
     """A member, device or record that was asked for does not exist."""
 
 
 class ServiceUnavailableError(BonusdError):
     """Redis or the MQTT broker cannot be reached right now; the daemon keeps retrying."""
+
+
+class ClockError(BonusdError):
+    """The shared clock refused a change (backwards, a speed out of range) or is unusable."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import hmac
+import operator
 import secrets
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,7 +95,7 @@ class Pool:
         _check_tokens("card", self.cards)
         if len(self.cards) != len(self.tickets) or (len(self.tickets) and self.tickets.min() < 1):
             raise ValueError("a pool needs one ticket count >= 1 per card")
-        if list(self.cards) != sorted(self.cards) or len(set(self.cards)) != self.members:
+        if not all(map(operator.lt, self.cards, self.cards[1:])):  # sorted and unique
             raise ValueError("pool cards must be unique and in code-point order")
         self.tickets.setflags(write=False)
 

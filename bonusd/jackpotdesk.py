@@ -28,17 +28,18 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 
-from bonusd.audit import AuditFormatError, AuditRecord, Kind, evidence, parse_pool, verify_chain
+from bonusd.audit import AuditRecord, Kind, evidence, verify_chain
 from bonusd.audit_store import AuditStore, Entry
 from bonusd.claims import Actor
 from bonusd.clock import Clock, GamingCalendar
 from bonusd.drawbook import SCHEDULER
 from bonusd.drawdesk import DrawDesk
 from bonusd.draws import RoundKey
-from bonusd.errors import BonusdError, NotFoundError
+from bonusd.errors import AuditFormatError, BonusdError, NotFoundError
 from bonusd.fairness import Mismatch, Pool, SeedSource, Verification
 from bonusd.keys import Keys
 from bonusd.ledger import ledger_step, stored_seeds
+from bonusd.poolfile import parse_pool
 from bonusd.promotions import Action
 from bonusd.raps import RapsRules
 from bonusd.rapsbook import RapsBook

@@ -12,7 +12,6 @@ import pytest
 
 from bonusd.audit import (
     GENESIS,
-    AuditFormatError,
     AuditLog,
     AuditRecord,
     Kind,
@@ -23,7 +22,6 @@ from bonusd.audit import (
     evidence,
     from_jsonl,
     manual_pick_payload,
-    parse_pool,
     pick_payload,
     pool_payload,
     seed_payload,
@@ -32,7 +30,9 @@ from bonusd.audit import (
 )
 from bonusd.claims import Actor, DrawClaim, LetterBook, Prize, Role
 from bonusd.draws import Draw
+from bonusd.errors import AuditFormatError
 from bonusd.fairness import Pool
+from bonusd.poolfile import parse_pool
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 T0 = dt.datetime(2026, 11, 7, 18, 0, tzinfo=SAST)

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.audit import parse_pool
 from bonusd.audit_store import AuditStore
 from bonusd.claims import Actor, ClaimError, Role
 from bonusd.clock import ManualClock
@@ -23,6 +22,7 @@ from bonusd.errors import BonusdError, NotFoundError
 from bonusd.fairness import pick_sequence
 from bonusd.jackpotdesk import JackpotDesk
 from bonusd.keys import Keys
+from bonusd.poolfile import parse_pool
 from bonusd.promotions import Action, load_promotion
 from bonusd.raps import RapsClaimState, Reason
 from bonusd.rapsfloor import FloorSnapshot
@@ -363,7 +363,7 @@ async def test_tampering_is_found(s: Site) -> None:
     # the archived floor snapshot changed: an ineligible card made eligible, or any edit
     floor_key = s.key("rapsfloor", J1)
     snap = await s.redis.hget(floor_key, "1")
-    head, _, body = snap.partition("\n")
+    body = snap.partition("\n")[2]
     row = next(r for r in body.split("\n") if r.startswith("X0\t"))
     await s.redis.hset(floor_key, "1", snap.replace(row, row[:-1] + "0"))
     _, result = await s.desk.verify(J1)
