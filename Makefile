@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow lint format bench-ingest bench-standings bench-draws clean
+.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -20,15 +20,21 @@ demo: services
 run: services
 	@.venv/bin/bonusd run
 
-## The whole default test suite (real Redis, real Mosquitto started by the tests).
+## The whole default test suite (real Redis, real Mosquitto started by the tests, and
+## Debian's headless Chromium for the page tests in tests/browser/).
 test: setup
-	@scripts/ensure-services.sh --with-test-tools
+	@scripts/ensure-services.sh --with-test-tools --with-chromium
 	@.venv/bin/pytest -m "not slow" $(PYTEST_ARGS)
 
 ## Long-running tests (soak, full rehearsal).
 test-slow: setup
-	@scripts/ensure-services.sh --with-test-tools
+	@scripts/ensure-services.sh --with-test-tools --with-chromium
 	@.venv/bin/pytest -m slow $(PYTEST_ARGS)
+
+## The page tests again, writing their screenshots into docs/screens/.
+screens: setup
+	@scripts/ensure-services.sh --with-test-tools --with-chromium
+	@BONUSD_SCREENS=1 .venv/bin/pytest tests/browser $(PYTEST_ARGS)
 
 lint: setup
 	@.venv/bin/ruff check .
@@ -51,6 +57,10 @@ bench-standings: services
 ## A draw round (15 winners, 1,000,000 tickets, 200,000 members) and a RAPS pick, 50 runs.
 bench-draws: services
 	@$(PY) loadtests/bench_draws.py $(BENCH_ARGS)
+
+## 2,000 signage websockets: a winner committed to the last screen, beside a bare broadcast.
+bench-push: services
+	@$(PY) loadtests/bench_push.py $(BENCH_ARGS)
 
 clean:
 	@scripts/ensure-services.sh stop || true

@@ -4,7 +4,7 @@ The public surface is small: the settings, the service that runs the daemon, the
 and the error hierarchy. Everything else is internal and may change.
 """
 
-from bonusd.clock import Clock, ManualClock, SimulatedClock, WallClock
+from bonusd.clock import Clock, ManualClock, SharedClock, SimulatedClock, WallClock
 from bonusd.errors import BonusdError, ConfigError, ImportFileError, NotFoundError
 from bonusd.service import Service
 from bonusd.settings import Settings, load_settings
@@ -18,6 +18,7 @@ __all__ = [
     "NotFoundError",
     "Service",
     "Settings",
+    "SharedClock",
     "SimulatedClock",
     "WallClock",
     "load_settings",

@@ -4,7 +4,9 @@ For every running promotion of the site, each rated play (an EGM game or a table
 event) inside a draw's earning window adds, per member, draw and side: multiplied window
 points, a rated play, the gaming day (for visits), when the total last grew (leaderboard
 ties), and the points to the draw's live leaderboard. Multipliers are judged by the play's
-own event time and never change base points. Eligibility (tiers, exclusions, age) is not
+own event time and never change base points. An aggregated `play` event (N games' meter
+deltas) counts as N rated plays at its end time `ts`, its points multiplied as one total
+(docs/telemetry.md, "Aggregated play"). Eligibility (tiers, exclusions, age) is not
 judged here but when standings are read, so an exclusion takes effect at once.
 
 This module is pure: it describes a `FloorEvent`'s effects (see `effects.py`).
@@ -31,7 +33,7 @@ from bonusd.promotions.multipliers import multiplied, multiplier_windows
 from bonusd.promotions.timing import earning_window
 from bonusd.telemetry import FloorEvent
 
-PLAY_TYPES = frozenset({"game", "rating_start", "rating_update", "rating_end"})
+PLAY_TYPES = frozenset({"game", "play", "rating_start", "rating_update", "rating_end"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +95,7 @@ class PromotionBook:
                 card = event.card
                 fields = f"pwf:{head}:"
                 days = f"pwd:{head}:{card}"
-                fx.incr(f"{fields}{side}_plays", card, 1)
+                fx.incr(f"{fields}{side}_plays", card, event.games)  # `play`: N games
                 fx.add_counted(f"{days}:{side}", event.gaming_day, f"{fields}{side}_visits", card)
                 fx.add_counted(f"{days}:any", event.gaming_day, f"{fields}visits", card)
                 fx.add(f"pm:{head}", card)

@@ -19,7 +19,9 @@ from pydantic import BaseModel
 
 from bonusd.api_draws import add_draw_routes
 from bonusd.api_jackpots import add_jackpot_routes
+from bonusd.api_notices import add_notice_routes
 from bonusd.api_promotions import add_promotion_routes
+from bonusd.api_push import add_push_routes
 from bonusd.audit_store import AuditStore
 from bonusd.auth import AuthError, Principal, Role, TokenStore, authorize
 from bonusd.claims import ClaimError, RoleError
@@ -31,6 +33,8 @@ from bonusd.errors import ImportFileError, NotFoundError
 from bonusd.health import Health
 from bonusd.jackpotdesk import JackpotDesk
 from bonusd.metrics import Metrics
+from bonusd.pages import add_page_routes
+from bonusd.push import PushHub
 from bonusd.raps import RapsError
 from bonusd.registry import Device, Member, parse_text
 from bonusd.standings import PromotionStore
@@ -55,6 +59,7 @@ class ApiContext:
     draws: DrawDesk
     jackpots: JackpotDesk
     reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
+    push: PushHub | None = None  # the live push (/ws/signage, /ws/crew)
 
 
 class HealthOut(BaseModel):
@@ -286,6 +291,9 @@ def create_app(ctx: ApiContext) -> FastAPI:
     add_promotion_routes(app, ctx, guard)
     add_draw_routes(app, ctx, guard, ctx.draws)
     add_jackpot_routes(app, ctx, guard, ctx.jackpots)
+    add_notice_routes(app, ctx, guard)
+    add_page_routes(app, ctx, guard)
+    add_push_routes(app, ctx)
 
     @app.get("/deadletters", tags=["operations"], dependencies=[desk_only])
     async def deadletters(

@@ -65,6 +65,7 @@ class AuditStore:
         self._redis = redis
         self._base = keys.base
         self._list = f"{keys.base}audit"
+        self._notify = f"{keys.base}notify"  # the live push listens here (bonusd.push)
 
     def ledger_key(self, subject: str) -> str:
         return f"{self._base}ledger:{subject}"
@@ -104,6 +105,7 @@ class AuditStore:
                         rows = [r.to_json() for r in out]
                         pipe.rpush(self._list, *rows)
                         pipe.rpush(ledger, *rows)
+                        pipe.publish(self._notify, subject)
                     if extra is not None:
                         extra(pipe)
                     await pipe.execute()
@@ -123,6 +125,7 @@ class AuditStore:
                     rec = next_record(last, at=at, actor=actor, kind=kind, payload=payload)
                     pipe.multi()  # type: ignore[no-untyped-call]
                     pipe.rpush(self._list, rec.to_json())
+                    pipe.publish(self._notify, kind.value)
                     await pipe.execute()
                     return rec
                 except redis.exceptions.WatchError:

@@ -17,8 +17,9 @@ from rich.table import Table
 from bonusd.audit import AuditRecord, to_jsonl, verify_chain
 from bonusd.audit_store import AuditStore
 from bonusd.auth import IssuedToken, Role, TokenStore
+from bonusd.cli_clock import add_clock_commands, settings_clock
 from bonusd.cli_draws import add_draw_commands, live, write_pools
-from bonusd.clock import Clock, clock_from
+from bonusd.clock import Clock
 from bonusd.demo import DemoFloor
 from bonusd.demo import main as run_demo
 from bonusd.errors import BonusdError
@@ -171,9 +172,9 @@ def schemas(
     typer.echo(f"wrote {len(json_schemas())} schema(s) to {out}")
 
 
-def _token_store(settings: Settings) -> tuple[aioredis.Redis, TokenStore, Clock]:
+async def _token_store(settings: Settings) -> tuple[aioredis.Redis, TokenStore, Clock]:
     r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
-    clock = clock_from(settings.clock_start, settings.clock_speed)
+    clock = await settings_clock(settings, r)  # tokens expire on the daemon's clock
     return r, TokenStore(r, Keys(settings.key_prefix, settings.site)), clock
 
 
@@ -189,7 +190,7 @@ def tokens_issue(
     settings = _settings()
 
     async def issue() -> IssuedToken:
-        r, store, clock = _token_store(settings)
+        r, store, clock = await _token_store(settings)
         try:
             return await store.issue(
                 role=role, name=name, area=area, now=clock.now(), valid_for=dt.timedelta(days=days)
@@ -212,7 +213,7 @@ def tokens_list() -> None:
     settings = _settings()
 
     async def read() -> list[dict[str, str]]:
-        r, store, _ = _token_store(settings)
+        r, store, _ = await _token_store(settings)
         try:
             return await store.list()
         finally:
@@ -239,7 +240,7 @@ def tokens_revoke(
     settings = _settings()
 
     async def revoke() -> None:
-        r, store, clock = _token_store(settings)
+        r, store, clock = await _token_store(settings)
         try:
             await store.revoke(token_id, clock.now())
         finally:
@@ -285,6 +286,7 @@ def audit_export(
 
 
 add_draw_commands(app, _settings)
+add_clock_commands(app, _settings)
 
 
 def main() -> None:

@@ -1,7 +1,9 @@
 """Time: the `Clock` every time-dependent part takes, and gaming-day arithmetic.
 
 Nothing in the daemon reads the wall clock except through a `Clock`. A `SimulatedClock`
-starts at any instant and runs at any speed, so a ten-week campaign can replay in minutes.
+starts at any instant and runs at any speed, so a ten-week campaign can replay in minutes;
+a `SharedClock` (bonusd/sharedclock.py, docs/clock.md) is one such simulated time kept in
+Redis, shared by the floor simulator and every daemon, that can be paused and jumped.
 """
 
 from __future__ import annotations
@@ -9,8 +11,29 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from typing import Protocol
+from typing import Literal, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import redis.asyncio as aioredis
+
+from bonusd.clockstate import ClockState
+from bonusd.errors import ClockError
+from bonusd.sharedclock import SharedClock
+
+__all__ = [
+    "UTC",
+    "Clock",
+    "ClockMode",
+    "ClockState",
+    "GamingCalendar",
+    "ManualClock",
+    "SharedClock",
+    "SimulatedClock",
+    "WallClock",
+    "clock_from",
+    "known_zone",
+    "sleep_until_or_stop",
+]
 
 UTC = dt.UTC
 
@@ -92,9 +115,26 @@ class ManualClock:
             await self._changed.wait()
 
 
-def clock_from(start: dt.datetime | None, speed: float) -> Clock:
-    """The daemon's clock for the `BONUSD_CLOCK_START` / `BONUSD_CLOCK_SPEED` settings."""
-    if start is None and speed == 1.0:
+ClockMode = Literal["", "wall", "simulated", "shared"]
+
+
+def clock_from(
+    start: dt.datetime | None,
+    speed: float,
+    mode: ClockMode = "",
+    *,
+    redis: aioredis.Redis | None = None,
+    prefix: str = "",
+    changed_by: str = "bonusd",
+) -> Clock:
+    """The daemon's clock for the `BONUSD_CLOCK`, `BONUSD_CLOCK_START` and
+    `BONUSD_CLOCK_SPEED` settings. A shared clock is returned unopened: `open()` it (it
+    needs Redis) before use, and run its `watch()`."""
+    if mode == "shared":
+        if redis is None or not prefix:
+            raise ClockError("BONUSD_CLOCK=shared needs a Redis connection and a key prefix")
+        return SharedClock(redis, prefix, start=start, speed=speed, changed_by=changed_by)
+    if mode == "wall" or (mode == "" and start is None and speed == 1.0):
         return WallClock()
     return SimulatedClock(start or dt.datetime.now(UTC), speed)
 

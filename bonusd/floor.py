@@ -7,7 +7,8 @@ write in one step; what each event type *means* is decided here.
 
 Session moves (in event order):
     IN kind slot area ts    card in at `slot` (device, or device#seat at a table)
-    P kind slot area ts     rated play at `slot` (implies card in if not there yet)
+    P kind slot area ts     rated play at `slot` (implies card in if not there yet); an
+                            aggregated `play` event is one move at its end, `ts`
     OUT slot ts             card out / rating end at `slot`
 """
 
@@ -36,7 +37,7 @@ def describe(event: FloorEvent, fx: Effects) -> None:
     fx.cards.add(event.card)
     if event.type in ("card_in", "rating_start"):
         fx.session(event.card, "IN", event.kind, slot, event.area, ts)
-    if event.type in ("game", "rating_start", "rating_update", "rating_end"):
+    if event.type in ("game", "play", "rating_start", "rating_update", "rating_end"):
         fx.session(event.card, "P", event.kind, slot, event.area, ts)
         _day_totals(event, fx)
     if event.type in ("card_out", "rating_end"):
@@ -53,8 +54,8 @@ def _day_totals(event: FloorEvent, fx: Effects) -> None:
     fx.incr(f"dayspend:{event.gaming_day}", event.card, event.wager_cents)  # RAPS reads it whole
     fx.incr(day, f"{side}_spend_cents", event.wager_cents)
     fx.incr(day, "win_cents", event.win_cents)
-    if event.type == "game":
-        fx.incr(day, "games", 1)
+    if event.type in ("game", "play"):  # a `play` interval is `games` games at its `ts`
+        fx.incr(day, "games", event.games)
     elif event.type == "rating_start":
         fx.incr(day, "ratings", 1)
     fx.put(day, "visit", "1")

@@ -51,6 +51,12 @@ class Metrics:
             "Sessions ended by the idle timeout (lost card-out)",
             registry=r,
         )
+        self.sms = Counter(
+            "bonusd_sms_messages",
+            "SMS outbox entries by outcome: queued, no_number, sent, retry, failed, expired",
+            ["outcome"],
+            registry=r,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

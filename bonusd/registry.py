@@ -11,6 +11,7 @@ import datetime as dt
 import functools
 import io
 import json
+import re
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -45,11 +46,28 @@ class Member(BaseModel):
     excluded: bool = False
     exclusion_reason: str = Field(default="", max_length=200)
     last_visit: dt.date | None = None
+    # for SMS to winners who opted in (docs/notices.md): international format, +27821234567
+    mobile: str | None = None
 
-    @field_validator("date_of_birth", "last_visit", mode="before")
+    @field_validator("date_of_birth", "last_visit", "mobile", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("mobile")
+    @classmethod
+    def _international(cls, value: str | None) -> str | None:
+        """Spaces, dashes, dots and brackets are dropped; what is left must be `+` and the
+        country code and number (E.164), so an SMS provider can deliver it anywhere."""
+        if value is None:
+            return None
+        number = re.sub(r"[\s().-]", "", value)
+        if not re.fullmatch(r"\+[1-9][0-9]{7,14}", number):
+            raise ValueError(
+                f"{value!r} is not a mobile number in international format: write it with "
+                "+ and the country code, e.g. +27821234567 (not 0821234567)"
+            )
+        return number
 
     def age_on(self, day: dt.date) -> int | None:
         """Age in whole years on `day`, or None when the date of birth is unknown."""
@@ -69,6 +87,7 @@ class Member(BaseModel):
             "excluded": _flag(self.excluded),
             "exclusion_reason": self.exclusion_reason,
             "last_visit": self.last_visit.isoformat() if self.last_visit else "",
+            "mobile": self.mobile or "",
         }
 
     def to_index(self) -> str:
@@ -97,6 +116,7 @@ class Member(BaseModel):
             "excluded": excluded == "1",
             "exclusion_reason": "",
             "last_visit": _date(last),
+            "mobile": None,
         }
         # model_construct without its per-field loop: bulk recomputes build 200,000 of
         # these, and the loop costs more than the rules themselves. Same result (tested).
@@ -122,6 +142,7 @@ class Member(BaseModel):
             excluded=raw.get("excluded") == "1",
             exclusion_reason=raw.get("exclusion_reason", ""),
             last_visit=dt.date.fromisoformat(last) if last else None,
+            mobile=raw.get("mobile") or None,
         )
 
 

@@ -31,13 +31,15 @@ from bonusd.audit_store import AuditStore
 from bonusd.auth import TokenStore
 from bonusd.backoff import Backoff
 from bonusd.claimtimers import ClaimTimers
-from bonusd.clock import Clock, GamingCalendar, clock_from, sleep_until_or_stop
+from bonusd.clock import Clock, GamingCalendar, SharedClock, clock_from, sleep_until_or_stop
 from bonusd.drawdesk import DrawDesk
 from bonusd.health import Health
 from bonusd.ingest import CommitHook, Ingest, MqttTarget
 from bonusd.jackpotdesk import JackpotDesk
 from bonusd.keys import Keys
 from bonusd.metrics import Metrics
+from bonusd.notifier import SmsNotifier
+from bonusd.outbox import Outbox
 from bonusd.promotions import (
     Action,
     Promotion,
@@ -46,6 +48,7 @@ from bonusd.promotions import (
     diff_promotions,
     load_promotions,
 )
+from bonusd.push import PushHub
 from bonusd.scheduler import Scheduler
 from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
@@ -90,19 +93,31 @@ class Service:
         on_commit: CommitHook | None = None,
     ) -> None:
         self.settings = settings
-        self.clock = clock or clock_from(settings.clock_start, settings.clock_speed)
         self.calendar = GamingCalendar(settings.zone, settings.gaming_day_start)
         self.keys = Keys(settings.key_prefix, settings.site)
         self.metrics = Metrics()
         self.health = Health()
         self.stop_event = asyncio.Event()
         self._serve_http = serve_http
-        self.redis = aioredis.Redis.from_url(
+        # a burst of requests (2,000 screens reconnecting) waits for a connection instead
+        # of failing: redis-py's default pool refuses beyond its cap
+        pool = aioredis.BlockingConnectionPool.from_url(
             settings.redis_url,
             decode_responses=True,
             socket_timeout=10,
             socket_connect_timeout=5,
             health_check_interval=15,
+            max_connections=settings.redis_max_connections,
+            timeout=10,
+        )
+        self.redis = aioredis.Redis(connection_pool=pool)
+        self.clock = clock or clock_from(
+            settings.clock_start,
+            settings.clock_speed,
+            settings.clock,
+            redis=self.redis,
+            prefix=SharedClock.site_prefix(settings.key_prefix, settings.site),
+            changed_by=f"bonusd-{settings.site}",
         )
         self.promotions = site_promotions(settings.promotions, settings.site)
         self.store = FloorStore(
@@ -165,6 +180,15 @@ class Service:
             clock=self.clock,
             owners={"draw": self._draw_timers, "raps": self._raps_timers},
         )
+        self.notices = SmsNotifier(  # SMS to winners who opted in (docs/notices.md)
+            settings=settings,
+            outbox=Outbox(self.redis, self.keys),
+            store=self.store,
+            promotions=self.promotion_store,
+            clock=self.clock,
+            metrics=self.metrics,
+        )
+        self.push = self._push_hub(settings)  # live views for screens and handhelds
         self.app = create_app(
             ApiContext(
                 store=self.store,
@@ -180,6 +204,7 @@ class Service:
                 draws=self.draws,
                 jackpots=self.jackpots,
                 reload_promotions=self.reload_promotions,
+                push=self.push,
             )
         )
         self.scheduler = Scheduler(
@@ -203,6 +228,8 @@ class Service:
 
     async def __aenter__(self) -> Service:
         self.health.redis_ok = True  # assume so until a probe says otherwise, so it logs once
+        if isinstance(self.clock, SharedClock):  # no shared time without Redis: wait for it
+            await self.clock.open_when_available(self.stop_event)
         if not await self._probe_redis():
             logger.warning("starting anyway; ingest waits for Redis")
         else:
@@ -242,6 +269,10 @@ class Service:
                 tg.create_task(self._watch_redis(), name="redis-watch")
                 tg.create_task(self.scheduler.run(self.stop_event), name="scheduler")
                 tg.create_task(self.timers.run(self.stop_event), name="claim-timers")
+                tg.create_task(self.notices.run(self.stop_event), name="sms-notices")
+                tg.create_task(self.push.run(self.stop_event), name="push")
+                if isinstance(self.clock, SharedClock):
+                    tg.create_task(self.clock.watch(self.stop_event), name="clock-watch")
                 if self._serve_http:
                     tg.create_task(self._serve(), name="http")
                 logger.info(
@@ -299,6 +330,7 @@ class Service:
                 await self.promotion_store.publish_board(promotion_id, draw_id, side, action.at)
             except ValueError:
                 continue  # this draw has no board on that side
+        await self.push.announce("boards")
 
     async def _commit_seeds(self, action: TimedAction) -> None:
         promotion_id, draw_id = action.ids
@@ -368,9 +400,33 @@ class Service:
 
     async def _multiplier_starts(self, action: TimedAction) -> None:
         await self.redis.sadd(self.keys.active_multipliers, ":".join(action.ids))
+        await self.push.announce("multiplier")
 
     async def _multiplier_ends(self, action: TimedAction) -> None:
         await self.redis.srem(self.keys.active_multipliers, ":".join(action.ids))
+        await self.push.announce("multiplier")
+
+    def _push_hub(self, settings: Settings) -> PushHub:
+        """The push hub, reading books through desks of its own: a book the service's desks
+        are changing (command run, commit pending) is never what a screen shows."""
+        r, k, a, c, p = self.redis, self.keys, self.audit, self.clock, self.promotion_store
+        draws = DrawDesk(redis=r, keys=k, audit=a, promotions=p, clock=c)
+        jackpots = JackpotDesk(
+            redis=r, keys=k, audit=a, promotions=p, clock=c, calendar=self.calendar
+        )
+        return PushHub(
+            redis=self.redis,
+            keys=self.keys,
+            clock=self.clock,
+            zone=settings.zone,
+            promotions=self.promotion_store,
+            draw_book=draws.book,
+            session_book=jackpots.book,
+            queue_size=settings.push_queue_size,
+            resume_deltas=settings.push_resume_deltas,
+            ping_every_s=settings.push_ping_s,
+            handshake_s=settings.push_handshake_s,
+        )
 
     async def _probe_redis(self) -> bool:
         """Ping Redis and record the answer in health; never raises for an outage."""
@@ -405,6 +461,9 @@ class Service:
             port=self.settings.http_port,
             log_level="warning",
             lifespan="off",
+            ws_per_message_deflate=self.settings.push_deflate,  # docs/push.md, "Delivery"
+            ws_max_size=64 * 1024,  # clients send a token and pings, nothing more
+            timeout_graceful_shutdown=5,  # then open connections are cancelled
         )
         server = _QuietServer(config)
         self._http = server

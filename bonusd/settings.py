@@ -7,10 +7,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bonusd.clock import known_zone
+from bonusd.clock import ClockMode, known_zone
 from bonusd.errors import ConfigError
 
 
@@ -20,12 +20,15 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BONUSD_", extra="ignore", frozen=True)
 
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_max_connections: int = Field(default=200, ge=8, le=10_000)
     mqtt_url: str = "mqtt://127.0.0.1:1883"
     site: str = Field(default="demo", pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, ge=0, le=65535)
     timezone: str = "Africa/Johannesburg"
     gaming_day_start: dt.time = dt.time(8, 0)
+    # "" = wall, or simulated if a start or speed is set; "shared": docs/clock.md
+    clock: ClockMode = ""
     clock_start: dt.datetime | None = None
     clock_speed: float = Field(default=1.0, gt=0, le=100_000)
 
@@ -46,6 +49,18 @@ class Settings(BaseSettings):
     backoff_max_s: float = Field(default=30.0, gt=0)
     # a draw round or jackpot missed by more than this (daemon down) is left to the desk
     draw_grace_s: int = Field(default=600, ge=0)
+    # SMS to winners who opted in (docs/notices.md); no webhook: kept in the local outbox
+    sms_webhook_url: str = ""
+    sms_webhook_secret: SecretStr = Field(default=SecretStr(""), validate_default=True)
+    sms_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    sms_max_attempts: int = Field(default=10, ge=1, le=1000)
+    sms_retry_max_s: float = Field(default=60.0, gt=0)
+    # live push to screens and handhelds (docs/push.md)
+    push_queue_size: int = Field(default=64, ge=4, le=100_000)  # messages a client may lag
+    push_resume_deltas: int = Field(default=256, ge=0, le=100_000)  # kept per stream
+    push_ping_s: int = Field(default=10, ge=1, le=300)
+    push_handshake_s: float = Field(default=10.0, gt=0, le=300)
+    push_deflate: bool = False  # per-message compression (docs/benchmarks.md, "Push")
 
     promotions: Path = Path("promotions")
     log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
@@ -63,6 +78,14 @@ class Settings(BaseSettings):
             raise ValueError(msg)
         return value
 
+    @field_validator("clock_speed")
+    @classmethod
+    def _shared_speed(cls, value: float, info: ValidationInfo) -> float:
+        if info.data.get("clock") == "shared" and not 1 <= value <= 10_000:
+            msg = f"with BONUSD_CLOCK=shared the speed must be 1 to 10000, got {value:g}"
+            raise ValueError(msg)
+        return value
+
     @field_validator("redis_url")
     @classmethod
     def _redis_scheme(cls, value: str) -> str:
@@ -77,6 +100,26 @@ class Settings(BaseSettings):
         parts = urlsplit(value)
         if parts.scheme not in {"mqtt", "mqtts"} or not parts.hostname:
             msg = f"BONUSD_MQTT_URL must look like mqtt://host:1883, got {value!r}"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("sms_webhook_url")
+    @classmethod
+    def _webhook_scheme(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if value and (parts.scheme not in {"http", "https"} or not parts.hostname):
+            msg = f"BONUSD_SMS_WEBHOOK_URL must look like https://host/path, got {value!r}"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("sms_webhook_secret")
+    @classmethod
+    def _webhook_secret(cls, value: SecretStr, info: ValidationInfo) -> SecretStr:
+        if info.data.get("sms_webhook_url") and len(value.get_secret_value()) < 16:
+            msg = (
+                "BONUSD_SMS_WEBHOOK_SECRET must be set (16 characters or more, the same as "
+                "the SMS provider's setting) when BONUSD_SMS_WEBHOOK_URL is"
+            )
             raise ValueError(msg)
         return value
 

@@ -23,6 +23,11 @@ Cents = Annotated[int, msgspec.Meta(ge=0, le=10**12)]
 Points = Annotated[int, msgspec.Meta(ge=0, le=10**9)]
 Seat = Annotated[int, msgspec.Meta(ge=1, le=99)]
 Instant = Annotated[dt.datetime, msgspec.Meta(tz=True)]
+MAX_PLAY_GAMES = 10_000  # a `play` interval of 15 minutes at more than 11 games a second
+Games = Annotated[int, msgspec.Meta(ge=1, le=MAX_PLAY_GAMES)]
+# The longest interval one `play` event may cover: short enough that rating it at its end
+# (`ts`) is fair, and that a simulator can keep intervals clear of multiplier edges.
+MAX_PLAY_INTERVAL = dt.timedelta(minutes=15)
 
 
 class _Base(msgspec.Struct, tag_field="type", frozen=True, kw_only=True):
@@ -43,6 +48,17 @@ class CardOut(_Base, tag="card_out", frozen=True):
 class Game(_Base, tag="game", frozen=True):
     """One game played on an EGM by the carded player."""
 
+    wager_cents: Cents
+    win_cents: Cents
+    points: Points
+
+
+class Play(_Base, tag="play", frozen=True):
+    """Aggregated play on an EGM: the meter deltas of `games` games by the carded player
+    from `since` to `ts`. Applied as `games` games at `ts` whose totals are these amounts."""
+
+    since: Instant
+    games: Games
     wager_cents: Cents
     win_cents: Cents
     points: Points
@@ -73,18 +89,19 @@ class RatingEnd(_Base, tag="rating_end", frozen=True):
     points: Points
 
 
-TelemetryMessage = CardIn | CardOut | Game | RatingStart | RatingUpdate | RatingEnd
+TelemetryMessage = CardIn | CardOut | Game | Play | RatingStart | RatingUpdate | RatingEnd
 MESSAGE_TYPES: tuple[type[_Base], ...] = (
     CardIn,
     CardOut,
     Game,
+    Play,
     RatingStart,
     RatingUpdate,
     RatingEnd,
 )
 DeviceKind = Literal["egm", "table"]
 ALLOWED_TYPES: dict[str, frozenset[str]] = {
-    "egm": frozenset({"card_in", "card_out", "game"}),
+    "egm": frozenset({"card_in", "card_out", "game", "play"}),
     "table": frozenset({"rating_start", "rating_update", "rating_end"}),
 }
 
@@ -124,6 +141,7 @@ class FloorEvent:
     wager_cents: int
     win_cents: int
     points: int
+    games: int = 1  # the games a `play` event stands for; 1 for every other type
 
 
 _TAGS = frozenset(t.__struct_config__.tag for t in MESSAGE_TYPES)
@@ -171,6 +189,8 @@ class TelemetryDecoder:
                 Reason.WRONG_DEVICE_KIND,
                 f"type {msg.__struct_config__.tag!r} is not sent by a {kind}",
             )
+        if isinstance(msg, Play) and (problem := _interval_problem(msg)):
+            return Rejection(Reason.INVALID, problem)
         if msg.ts - now > self._limits.max_future_skew:
             return Rejection(
                 Reason.FUTURE, f"ts {msg.ts.isoformat()} is ahead of the floor clock {now}"
@@ -194,6 +214,7 @@ class TelemetryDecoder:
             wager_cents=getattr(msg, "wager_cents", 0),
             win_cents=getattr(msg, "win_cents", 0),
             points=getattr(msg, "points", 0),
+            games=getattr(msg, "games", 1),
         )
 
     def _route(self, topic: str) -> tuple[DeviceKind, str] | Rejection:
@@ -221,6 +242,21 @@ class TelemetryDecoder:
         if isinstance(kind, str) and kind not in _TAGS:
             return Rejection(Reason.UNKNOWN_TYPE, f"unknown event type {kind!r}")
         return Rejection(Reason.INVALID, detail)
+
+
+def _interval_problem(msg: Play) -> str:
+    """Why a `play` interval is unacceptable, or "" if it is fine."""
+    if msg.since >= msg.ts:
+        return (
+            f"play interval is empty or reversed: since {msg.since.isoformat()} is not "
+            f"before ts {msg.ts.isoformat()}"
+        )
+    if msg.ts - msg.since > MAX_PLAY_INTERVAL:
+        return (
+            f"play interval {msg.ts - msg.since} is longer than {MAX_PLAY_INTERVAL}: "
+            "send one play event per interval of at most 15 minutes"
+        )
+    return ""
 
 
 def json_schemas() -> dict[str, object]:

@@ -43,3 +43,14 @@ class FreePlaces:
                 return items
             k -= len(items)
         return []
+
+    def discard(self, area: str, place: int) -> bool:
+        """Remove `place` if it is free (a machine going offline); True if it was."""
+        items = self._by_area.get(area)
+        if not items or place not in items:
+            return False
+        i = items.index(place)
+        last = items.pop()
+        if i < len(items):
+            items[i] = last
+        return True

@@ -4,7 +4,9 @@ paho-mqtt 2 (callback API v2) with its network loop in a background thread; ever
 goes out with QoS 1. At most `max_inflight` publishes wait for their PUBACK at any time,
 so memory stays flat however long the run: the producer blocks while the window is full
 (also while paho reconnects after a broker restart, after which it resends what was not
-acknowledged). `speed` is simulated seconds per wall second; 0 means as fast as possible.
+acknowledged). Pacing (pacing.py): `speed` is simulated seconds per wall second, 0 means
+as fast as possible; or a `SharedPacer` publishes each event when the site's shared clock
+in Redis reaches its time, the clock the daemons run on.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from simulators.generator import SimEvent
+from simulators.events import SimEvent
+from simulators.pacing import Pacer, WallPacer
 from simulators.timefmt import to_ms
 from simulators.wire import Encoder
 
@@ -162,13 +165,15 @@ def publish_events(
     client_id: str | None = None,
     connect_timeout: float = 10.0,
     drain_timeout: float = 30.0,
+    pacer: Pacer | None = None,
 ) -> Counter[str]:
     """Publish `events` (QoS 1); return the number published per event type.
 
     Pacing starts at `start` (default: the first event's time): at `speed` 60 an event
     stamped one simulated minute after `start` goes out one wall second after the first.
-    `duration` sizes the progress bar. Raises `PublishError` if the broker is unreachable,
-    refuses us, or leaves publishes unacknowledged for `drain_timeout` seconds at the end.
+    A `pacer` (e.g. `SharedPacer`) replaces that. `duration` sizes the progress bar.
+    Raises `PublishError` if the broker is unreachable, refuses us, or leaves publishes
+    unacknowledged for `drain_timeout` seconds at the end.
     """
     if speed < 0:
         raise ValueError(f"speed must be >= 0, got {speed}")
@@ -184,19 +189,17 @@ def publish_events(
     counts: Counter[str] = Counter()
     bar = _Bar(progress, duration)
     sim_s = 0.0
+    origin_ms = to_ms(start) if start is not None else None
+    pace = pacer or WallPacer(speed, origin_ms)
     try:
         with bar:
-            origin_ms = to_ms(start) if start is not None else None
-            wall0 = time.monotonic()
             for event in events:
                 if origin_ms is None:
                     origin_ms = event.t_ms
                 sim_s = (event.t_ms - origin_ms) / 1000
-                if speed > 0:
-                    delay = wall0 + sim_s / speed - time.monotonic()
-                    if delay > 0.002:
-                        bar.show(sim_s, counts.total())
-                        time.sleep(delay)
+                if pace.now_ms() < event.t_ms:
+                    bar.show(sim_s, counts.total())
+                    pace.wait_until(event.t_ms)
                 link.send(encoder.topic(event), encoder.body(event.payload))
                 counts[str(event.payload["type"])] += 1
                 bar.tick(sim_s, counts.total())
@@ -206,6 +209,8 @@ def publish_events(
             raise PublishError(f"{left} publishes not acknowledged after {drain_timeout:g} s")
     finally:
         link.close()
+        if pacer is None:
+            pace.close()
     logger.info("published %d events: %s", counts.total(), dict(counts))
     return counts
 

@@ -1,7 +1,10 @@
 """Writers of the floor registry the daemon imports: `devices.csv` and `members.csv`.
 
-Booleans are written `true`/`false`, dates ISO `YYYY-MM-DD`; an unknown last visit is an
-empty cell. Rows come out in floor order, so the files are byte-identical for one seed.
+Booleans are written `true`/`false`, dates ISO `YYYY-MM-DD`; an unknown last visit or
+mobile number is an empty cell. Staff and excluded members are rows like any other, with
+`excluded = true` and the reason (`staff`, `staff_family`, `self_exclusion`,
+`refusal_of_entry`), which is how bonusd's import marks who never takes part.
+Rows come out in floor order, so the files are byte-identical for one seed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ MEMBER_COLUMNS: Final = (
     "excluded",
     "exclusion_reason",
     "last_visit",
+    "mobile",
 )
 
 
@@ -55,6 +59,7 @@ def write_members_csv(floor: Floor, out: TextIO) -> int:
                 _flag(m.excluded),
                 m.exclusion_reason,
                 m.last_visit.isoformat() if m.last_visit else "",
+                m.mobile or "",
             )
         )
     return len(floor.members)

@@ -14,7 +14,7 @@ from typing import TextIO
 
 import msgspec
 
-from simulators.generator import Payload, SimEvent
+from simulators.events import Payload, SimEvent
 
 _FORBIDDEN = frozenset("+#\0")
 

@@ -86,3 +86,27 @@ def test_member_index_round_trip_equals_the_validated_member() -> None:
     assert Member.from_index("7", m.to_index()) == rules_view
     bare = Member(card="8", name="X", tier=Tier.TEN)
     assert Member.from_index("8", bare.to_index()) == bare.model_copy(update={"name": ""})
+
+
+def test_mobile_is_optional_normalised_and_checked() -> None:
+    text = (
+        f"{HEADER},mobile\n"
+        "7001,A B,Q,,,true,,,,+27 82 123-4567\n"
+        "7002,C D,Q,,,false,,,,\n"
+        "7003,E F,Q,,,true,,,,0821234567\n"
+        "7004,G H,Q,,,true,,,,+27 82 12\n"
+    )
+    with pytest.raises(ImportFileError) as info:
+        parse_text(Member, text, source="members.csv")
+    assert {(e.row, e.field) for e in info.value.errors} == {(4, "mobile"), (5, "mobile")}
+    assert "international format" in str(info.value)
+    assert "+27821234567" in str(info.value)  # the message shows the form to use
+    good = "\n".join(text.splitlines()[:3]) + "\n"
+    a, b = parse_text(Member, good, source="members.csv")
+    assert a.mobile == "+27821234567"
+    assert b.mobile is None
+    assert Member.from_redis(a.to_redis()) == a
+    assert Member.from_redis(b.to_redis()) == b
+    # files without the column still import, as before the column existed
+    (old,) = parse_text(Member, f"{HEADER}\n7005,I J,Q,,,true,,,\n", source="old.csv")
+    assert old.mobile is None

@@ -28,6 +28,7 @@ SAMPLE = {
     "session": "no-such-session",
     "tombola": "pooled",
     "round_no": "1",
+    "entry": "1",
 }
 
 
@@ -72,6 +73,42 @@ async def test_every_route_is_guarded_or_public(daemon: Daemon) -> None:
     finally:
         await anonymous.aclose()
         for c in clients.values():
+            await c.aclose()
+
+
+# telling the winner and the floor (docs/notices.md): who may call what
+NOTICE_ROUTES = {
+    ("GET", "/sms/outbox"): {Role.DESK, Role.ADMIN},
+    ("POST", "/sms/outbox/{entry}/retry"): {Role.DESK, Role.ADMIN},
+    ("GET", "/promotions/{promotion}/draws/{draw}/announcements"): {
+        Role.CREW,
+        Role.DESK,
+        Role.ADMIN,
+    },
+    ("GET", "/promotions/{promotion}/jackpots/{session}/announcements"): {
+        Role.CREW,
+        Role.DESK,
+        Role.ADMIN,
+    },
+    ("GET", "/letters/{number}/print"): {Role.DESK, Role.ADMIN},
+}
+
+
+async def test_notice_routes_are_in_the_table_with_their_roles(daemon: Daemon) -> None:
+    table = {(method, path): roles for method, path, roles in _routes(daemon)}
+    for route, roles in NOTICE_ROUTES.items():
+        assert table.get(route) == roles, route
+    anonymous = httpx.AsyncClient(base_url=str(daemon.http.base_url))
+    kiosk, signage = await daemon.client(Role.KIOSK), await daemon.client(Role.SIGNAGE, "main")
+    try:
+        for method, path in NOTICE_ROUTES:
+            r = await anonymous.request(method, _url(path))
+            assert r.status_code == 401, (method, path)
+            for client in (kiosk, signage):
+                r = await client.request(method, _url(path))
+                assert r.status_code == 403, (method, path)
+    finally:
+        for c in (anonymous, kiosk, signage):
             await c.aclose()
 
 

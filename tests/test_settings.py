@@ -59,3 +59,17 @@ def test_bad_values_name_the_variable(
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=message):
         load_settings()
+
+
+def test_sms_webhook_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().sms_webhook_url == ""  # no webhook: texts stay in the outbox
+    monkeypatch.setenv("BONUSD_SMS_WEBHOOK_URL", "ftp://sms.example")
+    with pytest.raises(ConfigError, match="BONUSD_SMS_WEBHOOK_URL must look like https://"):
+        load_settings()
+    monkeypatch.setenv("BONUSD_SMS_WEBHOOK_URL", "https://sms.example/hook")
+    with pytest.raises(ConfigError, match="BONUSD_SMS_WEBHOOK_SECRET must be set"):
+        load_settings()
+    monkeypatch.setenv("BONUSD_SMS_WEBHOOK_SECRET", "0123456789abcdef")
+    settings = load_settings()
+    assert settings.sms_webhook_secret.get_secret_value() == "0123456789abcdef"
+    assert "0123456789abcdef" not in repr(settings)  # never in a log line

@@ -1,0 +1,248 @@
+"""The websocket endpoints of the live push: `/ws/signage` and `/ws/crew` (docs/push.md).
+
+The handshake: the connection is accepted, then the first text frame carries the token
+(`{"token": "bd_…", "resume": {"epoch": E, "seq": N}}`; a signage page may put
+`?token=` on the URL instead). A refused token closes with 4401, a wrong role, site or
+area with 4403, a frame that is not the protocol with 4400, no first frame in time with
+4408. Then the connection's sender drains its subscriber's queue (`bonusd.push`) while
+its reader watches for the client leaving, or sending what it should not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bonusd.auth import AuthError, Principal, Role, authorize
+from bonusd.push import PushHub, PushUnavailable
+from bonusd.pushstream import Subscriber
+from bonusd.store import REDIS_ERRORS
+
+if TYPE_CHECKING:
+    from bonusd.api import ApiContext
+
+logger = logging.getLogger(__name__)
+
+AREA = re.compile(r"^[a-z0-9_-]{1,32}$")
+MAX_FRAME = 4096  # a client never needs to send more than a token and a resume
+# token checks at once: each is a Redis call, and the daemon's Redis pool (redis-py's
+# default, 100 connections) fails rather than waits when a burst goes over it
+HANDSHAKES = 32
+CLOSE_WAIT_S = 2.0  # a close frame that cannot be written in this long is not waited for
+TRANSPORT = "bonusd.transport"
+SIGNAGE_ROLES = frozenset({Role.SIGNAGE, Role.ADMIN})
+CREW_ROLES = frozenset({Role.CREW, Role.DESK, Role.ADMIN})
+
+
+class Refused(Exception):
+    """Close the connection with `code` and `reason` (a 4xxx code of docs/push.md)."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code, self.reason = code, reason
+
+
+@dataclass(frozen=True)
+class Hello:
+    token: str
+    resume: tuple[str, int] | None
+
+
+def _json_object(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON object a client's frame (an ASGI receive message) holds, or `Refused`."""
+    text = message.get("text")
+    if not isinstance(text, str):
+        raise Refused(4400, "frames are JSON text, not binary")
+    if len(text) > MAX_FRAME:
+        raise Refused(4400, f"frame too long ({len(text)} characters; at most {MAX_FRAME})")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise Refused(4400, "a frame is not JSON") from None
+    if not isinstance(value, dict):
+        raise Refused(4400, "a frame is a JSON object")
+    return value
+
+
+def parse_hello(frame: dict[str, Any]) -> Hello:
+    """The first frame: `{"token": str, "resume"?: {"epoch": str, "seq": int}}`."""
+    token, resume = frame.get("token"), frame.get("resume")
+    if not isinstance(token, str) or not token:
+        raise Refused(4401, 'the first frame is {"token": "bd_..."}')
+    if resume is None:
+        return Hello(token, None)
+    epoch, seq = (resume.get("epoch"), resume.get("seq")) if isinstance(resume, dict) else ("", "")
+    if not isinstance(epoch, str) or not isinstance(seq, int) or isinstance(seq, bool):
+        raise Refused(4400, 'resume is {"epoch": "…", "seq": N}')
+    return Hello(token, (epoch, seq))
+
+
+def _url_hello(ws: WebSocket) -> Hello | None:
+    """`?token=` (signage pages), with `&epoch=&seq=` to resume."""
+    q = ws.query_params
+    if "token" not in q:
+        return None
+    epoch, seq = q.get("epoch"), q.get("seq", "")
+    resume = (epoch, int(seq)) if epoch and seq.isdigit() else None
+    return Hello(q["token"], resume)
+
+
+def stream_area(principal: Principal, ws: WebSocket, site: str, *, signage: bool) -> str | None:
+    """The area of the signage stream the principal may watch (None: the crew stream);
+    `AuthError(403)` or `Refused(4400)` otherwise."""
+    authorize(principal, SIGNAGE_ROLES if signage else CREW_ROLES)
+    asked_site = ws.query_params.get("site")
+    if asked_site and asked_site != site:
+        raise AuthError(403, f"this daemon serves site {site}, not {asked_site}")
+    if not signage:
+        return None
+    asked = ws.query_params.get("area")
+    if principal.area:
+        if asked and asked != principal.area:
+            raise AuthError(403, f"this screen's token is for area {principal.area}, not {asked}")
+        return principal.area
+    if not asked or not AREA.match(asked):
+        raise Refused(4400, "say which area to show: ?area=main")
+    return asked
+
+
+async def _close(ws: WebSocket, code: int, reason: str) -> None:
+    """Close with `code`; a connection too clogged to take the close frame is dropped."""
+    reason = reason.encode()[:120].decode(errors="ignore")
+    try:
+        await asyncio.wait_for(ws.close(code, reason), CLOSE_WAIT_S)
+    except TimeoutError:
+        _abort(ws)
+    except (RuntimeError, WebSocketDisconnect, OSError):
+        pass  # closed already
+
+
+def _abort(ws: WebSocket) -> None:
+    """Drop the TCP connection of a peer that stopped reading: its buffers are full, so
+    neither a close frame nor a graceful close would ever get through."""
+    transport = ws.scope.get(TRANSPORT)
+    if isinstance(transport, asyncio.Transport):
+        transport.abort()
+
+
+class KeepTransport:
+    """ASGI middleware: puts each websocket's transport in its scope (`_abort` needs it).
+    Best effort: uvicorn's ASGI `send` is a method of its protocol, which holds the
+    transport; under another server nothing is kept and a stuck peer is only left."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            scope[TRANSPORT] = getattr(getattr(send, "__self__", None), "transport", None)
+        await self.app(scope, receive, send)
+
+
+class Connection:
+    """One accepted websocket from its first frame to its close."""
+
+    def __init__(
+        self,
+        ws: WebSocket,
+        ctx: ApiContext,
+        hub: PushHub,
+        gate: asyncio.Semaphore,
+        *,
+        signage: bool,
+    ) -> None:
+        self.ws, self.ctx, self.hub, self.signage = ws, ctx, hub, signage
+        self.gate = gate
+
+    async def run(self, handshake_s: float) -> None:
+        await self.ws.accept()
+        try:
+            hello = _url_hello(self.ws) if self.signage else None
+            if hello is None:
+                try:
+                    message = await asyncio.wait_for(self.ws.receive(), handshake_s)
+                except TimeoutError:
+                    raise Refused(4408, f"no token frame within {handshake_s:g} s") from None
+                if message["type"] == "websocket.disconnect":
+                    return
+                hello = parse_hello(_json_object(message))
+            async with self.gate:  # a wall of screens reconnecting at once queues here
+                principal = await self.ctx.tokens.check(hello.token, self.ctx.clock.now())
+                area = stream_area(principal, self.ws, self.ctx.site, signage=self.signage)
+                sub = await self.hub.subscribe(area, hello.resume)
+        except AuthError as exc:
+            await _close(self.ws, 4401 if exc.status == 401 else 4403, str(exc))
+            return
+        except Refused as exc:
+            await _close(self.ws, exc.code, exc.reason)
+            return
+        except (PushUnavailable, *REDIS_ERRORS) as exc:
+            await _close(self.ws, 1013, f"try again shortly: {exc}")
+            return
+        except WebSocketDisconnect:
+            return
+        try:
+            await self._pump(sub)
+        finally:
+            self.hub.unsubscribe(sub)
+
+    async def _pump(self, sub: Subscriber) -> None:
+        sender = asyncio.ensure_future(self._send(sub))
+        reader = asyncio.ensure_future(self._read())
+        kicked = asyncio.ensure_future(sub.kicked.wait())
+        tasks = (sender, reader, kicked)
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if kicked.done() and not kicked.cancelled():
+            await _close(self.ws, sub.code, sub.reason)
+            return
+        if reader.done() and not reader.cancelled() and isinstance(reader.exception(), Refused):
+            refused = reader.exception()
+            assert isinstance(refused, Refused)
+            await _close(self.ws, refused.code, refused.reason)
+
+    async def _send(self, sub: Subscriber) -> None:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+            while True:
+                await self.ws.send_text(await sub.next_text())
+
+    async def _read(self) -> None:
+        """Until the client leaves. After the first frame a client only ever sends
+        `{"type": "ping"}`; anything else closes the connection (4400)."""
+        while True:
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            frame = _json_object(message)
+            if frame.get("type") != "ping":
+                raise Refused(4400, 'after the first frame a client sends only {"type": "ping"}')
+
+
+def add_push_routes(app: FastAPI, ctx: ApiContext) -> None:
+    """`/ws/signage` and `/ws/crew` on `app`, when the daemon has a push hub."""
+    hub = ctx.push
+    if hub is None:
+        return
+    app.add_middleware(KeepTransport)
+    gate = asyncio.Semaphore(HANDSHAKES)
+
+    @app.websocket("/ws/signage")
+    async def signage(ws: WebSocket) -> None:
+        await Connection(ws, ctx, hub, gate, signage=True).run(hub.handshake_s)
+
+    @app.websocket("/ws/crew")
+    async def crew(ws: WebSocket) -> None:
+        await Connection(ws, ctx, hub, gate, signage=False).run(hub.handshake_s)

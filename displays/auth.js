@@ -1,0 +1,67 @@
+// auth.js — the token a page holds: from `?token=` (a signage screen's configured URL) or
+// typed into the login form and kept in sessionStorage (crew, desk), so it lives as long as
+// the tab and never in a cookie. Also the page's site and area from the query string.
+
+const KEY = `bonusd.token${location.pathname.replace(/\W+/g, '.')}`;
+
+export function getToken() {
+  const fromUrl = new URLSearchParams(location.search).get('token');
+  if (fromUrl) return fromUrl;
+  try {
+    return sessionStorage.getItem(KEY) || '';
+  } catch {
+    return '';
+  }
+}
+
+export function setToken(token) {
+  try {
+    sessionStorage.setItem(KEY, token.trim());
+  } catch {
+    // private mode: the token lives only as long as the page
+  }
+}
+
+export function clearToken() {
+  try {
+    sessionStorage.removeItem(KEY);
+  } catch {
+    // nothing kept
+  }
+}
+
+export function param(name) {
+  return new URLSearchParams(location.search).get(name) || '';
+}
+
+/** The page's site: `?site=`, else the daemon's own (written into the page, or /health). */
+export async function site() {
+  const given = param('site');
+  if (given) return given;
+  const meta = document.querySelector('meta[name="bonusd-site"]');
+  if (meta && meta.content) return meta.content;
+  try {
+    const r = await fetch('/health', { cache: 'no-store' });
+    return (await r.json()).site || '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Wire a login form: <form id=login> with an <input name=token>. Calls onToken(token) at
+ * start when a token is kept, and after each submit.
+ */
+export function loginForm(form, onToken) {
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const token = new FormData(form).get('token');
+    if (typeof token === 'string' && token.trim()) {
+      setToken(token);
+      form.reset();
+      onToken(token.trim());
+    }
+  });
+  const kept = getToken();
+  if (kept) onToken(kept);
+}

@@ -1,0 +1,290 @@
+// crew.js — the crew handheld, live from /ws/crew (docs/push.md): open alerts by urgency
+// (the daemon orders them), each with the name to ask for, where to go, the claim timer,
+// the PA text and a big button per action the claim's state allows now. An action posts
+// to the claim's endpoint with the crew token and the page shows the result or the
+// server's refusal. A new alert vibrates and beeps where the browser allows it.
+//
+// Each alert keeps its DOM node while it stays open (typing a reveal number is not lost
+// when another alert changes); nodes of closed alerts are removed.
+
+import { api } from './api.js';
+import { clearToken, getToken, loginForm, site as pageSite } from './auth.js';
+import { CREW_ACTIONS, describeAction, postAction, stateLabel } from './claims.js';
+import { ServerClock, countdown, hhmm } from './clock.js';
+import { byId, fill, h, setText, show } from './dom.js';
+import { LiveStream } from './stream.js';
+
+const clock = new ServerClock();
+const cards = new Map(); // alert key -> {root, parts, actionsKey}
+let live = null;
+let firstState = true;
+let audio = null;
+let noticeTimer = null;
+
+const keyOf = (a) => `${a.subject}#${a.claim}`;
+
+function onState(state, changed) {
+  if (changed.includes('alerts')) renderAlerts(state.alerts || []);
+  if (changed.includes('recent')) renderRecent(state.recent || []);
+  firstState = false;
+}
+
+function renderAlerts(alerts) {
+  const list = byId('alerts');
+  const seen = new Set();
+  let fresh = 0;
+  for (const a of alerts) {
+    const key = keyOf(a);
+    seen.add(key);
+    let entry = cards.get(key);
+    if (!entry) {
+      entry = createCard(a);
+      cards.set(key, entry);
+      fresh += 1;
+    }
+    updateCard(entry, a);
+    list.append(entry.root); // moves an existing node into urgency order
+  }
+  for (const [key, entry] of cards) {
+    if (!seen.has(key)) {
+      entry.root.remove();
+      cards.delete(key);
+    }
+  }
+  setText(byId('count'), alerts.length ? `(${alerts.length})` : '');
+  show(byId('none'), alerts.length === 0);
+  if (fresh && !firstState) cue();
+}
+
+function createCard(a) {
+  const parts = {
+    title: h('span', { class: 'title' }),
+    timer: h('span', { class: 'timer' }),
+    who: h('p', { class: 'who' }),
+    card: h('span', { class: 'card' }),
+    where: h('p', { class: 'where' }),
+    state: h('p', { class: 'state' }),
+    pa: h('p', { class: 'pa' }),
+    inputs: h('div', { class: 'inputs' }),
+    actions: h('div', { class: 'actions' }),
+    result: h('p', { class: 'result', role: 'status' }),
+  };
+  const root = h(
+    'li',
+    { class: `alert ${a.kind === 'raps' ? 'raps' : 'draw'}`, dataset: { claim: String(a.claim), subject: a.subject } },
+    h('div', { class: 'head' }, parts.title, parts.timer),
+    parts.who,
+    parts.card,
+    parts.where,
+    parts.state,
+    parts.pa,
+    parts.inputs,
+    parts.actions,
+    parts.result,
+  );
+  return { root, parts, actionsKey: '' };
+}
+
+function where(a) {
+  const bits = [];
+  if (a.area) bits.push(`Area ${a.area}`);
+  if (a.bank) bits.push(`bank ${a.bank}`);
+  if (a.device) bits.push(a.device);
+  if (a.seat !== null && a.seat !== undefined) bits.push(`seat ${a.seat}`);
+  return bits.length ? bits.join(' · ') : 'Not carded in now — call them to the draw place';
+}
+
+function updateCard(entry, a) {
+  const { parts, root } = entry;
+  root.dataset.state = a.state;
+  setText(parts.title, `${a.kind === 'raps' ? 'JACKPOT' : 'DRAW'} · ${a.title || a.subject} · claim ${a.claim}`);
+  if (a.deadline) parts.timer.dataset.deadline = a.deadline;
+  else {
+    parts.timer.removeAttribute('data-deadline');
+    setText(parts.timer, '');
+  }
+  setText(parts.who, a.name ? `Ask for ${a.name}` : 'Name not on record');
+  setText(parts.card, `card ${a.card}`);
+  setText(parts.where, where(a));
+  setText(parts.state, `State: ${stateLabel(a.state)}${a.deadline ? ` · claim time ends ${hhmm(a.deadline)}` : ''}`);
+  setText(parts.pa, '');
+  if (a.announcement) parts.pa.append(h('b', { text: 'PA announcement' }), a.announcement);
+  show(parts.pa, Boolean(a.announcement));
+  const actions = (a.actions || []).filter((x) => CREW_ACTIONS.has(String(x).replace(/-/g, '_')));
+  const actionsKey = JSON.stringify([a.state, actions]);
+  if (actionsKey !== entry.actionsKey) {
+    entry.actionsKey = actionsKey;
+    buildActions(entry, a, actions);
+  }
+}
+
+function buildActions(entry, a, actions) {
+  const { parts } = entry;
+  const kind = a.kind === 'raps' ? 'raps' : 'draw';
+  const described = actions.map((x) => describeAction(kind, x));
+  const asks = new Set(described.map((d) => d.ask));
+  const inputs = [];
+  if (kind === 'draw' && asks.has('proxy')) {
+    inputs.push(h('label', {}, 'Proxy ID', h('input', { type: 'text', name: 'proxy_id', placeholder: 'if a proxy', autocomplete: 'off' })));
+  }
+  if (asks.has('checks')) {
+    inputs.push(h('label', {}, h('input', { type: 'checkbox', name: 'id_checked' }), 'ID seen'));
+    inputs.push(h('label', {}, h('input', { type: 'checkbox', name: 'receipt_checked' }), 'Receipt seen'));
+  }
+  if (asks.has('reveal')) {
+    inputs.push(h('label', {}, 'Reveal no.', h('input', { type: 'number', name: 'reveal', min: 1, inputmode: 'numeric' })));
+  }
+  fill(parts.inputs, inputs);
+  show(parts.inputs, inputs.length > 0);
+  const negative = new Set(['no_show', 'not_at_device', 'not_owner', 'reselect']);
+  fill(parts.actions, described.map((d) =>
+    h('button', {
+      type: 'button',
+      class: negative.has(d.name) ? 'negative' : '',
+      dataset: { action: d.name },
+      text: d.label,
+      onclick: (ev) => act(entry, a, d, ev.currentTarget),
+    })));
+}
+
+function bodyFor(entry, a, d) {
+  const field = (name) => entry.parts.inputs.querySelector(`[name=${name}]`);
+  if (a.kind === 'raps') return undefined;
+  if (d.ask === 'proxy') {
+    const proxy = field('proxy_id');
+    return proxy && proxy.value.trim() ? { proxy_id: proxy.value.trim() } : undefined;
+  }
+  if (d.ask === 'checks') {
+    return { id_checked: Boolean(field('id_checked')?.checked), receipt_checked: Boolean(field('receipt_checked')?.checked) };
+  }
+  if (d.ask === 'reveal') {
+    const n = Number(field('reveal')?.value);
+    return Number.isInteger(n) && n > 0 ? { reveal: n } : {};
+  }
+  return undefined;
+}
+
+async function act(entry, a, d, button) {
+  const { result } = entry.parts;
+  for (const b of entry.parts.actions.querySelectorAll('button')) b.disabled = true;
+  setText(result, `${d.label}…`);
+  result.className = 'result';
+  const endpoint = a.endpoints && a.endpoints[d.name];
+  const body = bodyFor(entry, a, d);
+  const r = endpoint
+    ? await postTo(endpoint, body, a.claim)
+    : await postAction(a.kind === 'raps' ? 'raps' : 'draw', a.subject, a.claim, d.name, body);
+  const text = r.ok ? `${d.label} ✓ — claim ${a.claim} is now ${stateLabel(r.state) || 'updated'}` : `Refused: ${r.detail}`;
+  result.className = r.ok ? 'result ok' : 'result refused';
+  setText(result, text);
+  notice(text, !r.ok);
+  for (const b of entry.parts.actions.querySelectorAll('button')) b.disabled = false;
+  button.blur();
+}
+
+async function postTo(endpoint, body, claim) {
+  const r = await api(endpoint, { method: 'POST', body });
+  let state = '';
+  if (r.ok && r.data && Array.isArray(r.data.claims)) {
+    const found = r.data.claims.find((c) => String(c.claim) === String(claim));
+    if (found) state = found.state;
+  }
+  return { ...r, state };
+}
+
+function notice(text, refused) {
+  const el = byId('notice');
+  el.textContent = text;
+  el.className = refused ? 'notice refused' : 'notice';
+  show(el, true);
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => show(el, false), refused ? 15000 : 8000);
+}
+
+function renderRecent(recent) {
+  fill(byId('recent'), recent.map((a) =>
+    h(
+      'li',
+      { dataset: { claim: String(a.claim), subject: a.subject } },
+      h('span', { text: `${a.name || a.card} · ${a.title || a.subject}` }),
+      h('span', { class: 'outcome', text: stateLabel(a.state) }),
+    )));
+}
+
+/** A new alert: vibrate and beep, where the browser allows it. */
+function cue() {
+  if (typeof navigator.vibrate === 'function') {
+    try {
+      navigator.vibrate([200, 100, 200]);
+    } catch {
+      // not allowed without a gesture
+    }
+  }
+  if (!audio || audio.state !== 'running') return;
+  const osc = audio.createOscillator();
+  const gain = audio.createGain();
+  osc.frequency.value = 880;
+  gain.gain.setValueAtTime(0.2, audio.currentTime);
+  gain.gain.exponentialRampToValueAtTime(0.001, audio.currentTime + 0.35);
+  osc.connect(gain).connect(audio.destination);
+  osc.start();
+  osc.stop(audio.currentTime + 0.35);
+}
+
+/** Browsers allow sound only after a touch: open the audio context on the first one. */
+function unlockAudio() {
+  const Ctx = window.AudioContext || window.webkitAudioContext;
+  if (!Ctx) return;
+  try {
+    audio = audio || new Ctx();
+    if (audio.state === 'suspended') audio.resume();
+  } catch {
+    audio = null;
+  }
+}
+
+function tick() {
+  setText(byId('clock'), clock.wallTime());
+  for (const el of document.querySelectorAll('[data-deadline]')) {
+    setText(el, countdown(clock.left(el.dataset.deadline)));
+  }
+}
+
+async function onToken(token) {
+  const check = await api('/floor/active?kind=egm'); // crew or desk: proves the role
+  if (!check.ok) {
+    setText(byId('login-error'), `This token does not open the crew view: ${check.detail}`);
+    clearToken();
+    return;
+  }
+  show(byId('login'), false);
+  show(byId('main'), true);
+  show(byId('logout'), true);
+  if (live) {
+    live.setToken(token);
+    return;
+  }
+  live = new LiveStream({
+    path: '/ws/crew',
+    params: { site: await pageSite() },
+    token,
+    clock,
+    onState,
+    onStatus: (status, detail) => {
+      const el = byId('live');
+      el.className = `status ${status}`;
+      el.textContent = { live: 'live', connecting: 'connecting…', reconnecting: 'reconnecting…', denied: 'refused' }[status] || status;
+      el.title = detail || '';
+    },
+  });
+  live.start();
+}
+
+document.addEventListener('pointerdown', unlockAudio, { passive: true });
+byId('logout').addEventListener('click', () => {
+  clearToken();
+  location.reload();
+});
+setInterval(tick, 500);
+loginForm(byId('login'), onToken);
+if (getToken()) unlockAudio();

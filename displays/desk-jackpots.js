@@ -1,0 +1,142 @@
+// desk-jackpots.js — the Jackpots tab: each promotion's RAPS sessions; one session's
+// jackpots (run one now, verify it), its claims with the desk's actions (announce, declined
+// register, reselect) and the decline register (sign a member in before the session starts).
+
+import { api, path } from './api.js';
+import { describeAction, postAction } from './claims.js';
+import { dayTime } from './clock.js';
+import { byId, fill, h } from './dom.js';
+import { button, inlineForm, resultLine, stateTag, table, timer } from './ui.js';
+
+const DESK_RAPS = {
+  not_at_device: ['announce'],
+  announced: ['declined_register', 'reselect'],
+  not_owner: ['reselect'],
+};
+
+export function initJackpots(ctx) {
+  let current = null;
+
+  async function open() {
+    const slot = byId('sessions');
+    const promotions = await api('/promotions');
+    if (!promotions.ok) {
+      fill(slot, resultLine(promotions, ''));
+      return;
+    }
+    const panels = [];
+    for (const p of promotions.data) {
+      const sessions = await api(path('promotions', p.id, 'jackpots'));
+      if (!sessions.ok || !sessions.data.length) continue;
+      panels.push(h(
+        'div',
+        { class: 'panel' },
+        h('h3', {}, `${p.name} `, h('span', { class: 'muted', text: p.id })),
+        table(
+          [
+            { label: 'Session', cell: (s) => h('code', { text: s.id }) },
+            { label: 'Name', cell: (s) => s.name },
+            { label: 'Date', cell: (s) => s.date },
+            { label: 'Hours', cell: (s) => `${s.start}–${s.end}` },
+            { label: 'Areas', cell: (s) => s.areas.join(', ') },
+            { label: '', cell: (s) => button('Open', () => openSession(p.id, s.id), { name: `open-${s.id}` }) },
+          ],
+          sessions.data,
+        ),
+      ));
+    }
+    fill(slot, h('h2', { text: 'RAPS bonus jackpots' }), panels.length ? panels : h('p', { class: 'muted', text: 'No jackpot sessions at this site.' }));
+    if (current) await openSession(current.promotion, current.session);
+  }
+
+  async function openSession(promotion, session, message) {
+    current = { promotion, session };
+    const slot = byId('session');
+    const r = await api(path('promotions', promotion, 'jackpots', session));
+    if (!r.ok) {
+      fill(slot, h('div', { class: 'panel' }, resultLine(r, '')));
+      return;
+    }
+    fill(slot, sessionPanel(promotion, session, r.data, message));
+    if (!message) slot.scrollIntoView({ block: 'start' });
+  }
+
+  function sessionPanel(promotion, session, s, message) {
+    const base = ['promotions', promotion, 'jackpots', session];
+    const out = h('div', { class: 'result-slot', id: 'session-result' }, message);
+    const after = async (result, okText) => {
+      ctx.toast(result.ok ? okText : `Refused: ${result.detail}`, !result.ok);
+      if (!result.ok) return resultLine(result, okText);
+      await openSession(promotion, session, resultLine(result, okText));
+      return null;
+    };
+    return h(
+      'div',
+      { class: 'panel', id: 'session-panel', dataset: { subject: s.session } },
+      h('h2', {}, 'Session ', h('code', { text: s.session })),
+      h('div', { class: 'actions' }, button('Refresh', () => openSession(promotion, session))),
+      out,
+      h('h3', { text: 'Jackpots' }),
+      table(
+        [
+          { label: '#', num: true, cell: (j) => String(j.number) },
+          { label: 'At', cell: (j) => dayTime(j.at) },
+          { label: 'Id', cell: (j) => h('code', { text: j.id }) },
+          { label: 'Attempt', num: true, cell: (j) => String(j.attempt) },
+          {
+            label: '',
+            cell: (j) => h(
+              'div',
+              { class: 'actions' },
+              button('Run now', async () => {
+                const res = await api(path(...base, j.number, 'run'), { method: 'POST' });
+                const shown = await after(res, `Jackpot ${j.number} run.`);
+                if (shown) fill(out, shown);
+              }, { primary: true, name: `run-jackpot-${j.number}` }),
+              button('Verify', async () => {
+                const res = await api(path(...base, j.number, 'verify'));
+                fill(out, res.ok
+                  ? h('p', { class: res.data.ok ? 'ok' : 'refused', text: `${res.data.ok ? 'Verified' : 'NOT verified'} — ${res.data.chain}; ${res.data.attempts.map((a) => `attempt ${a.attempt}: ${a.result}`).join('; ')}` })
+                  : resultLine(res, ''));
+              }),
+            ),
+          },
+        ],
+        s.jackpots,
+        { empty: 'No jackpot committed yet (seeds are committed when the session starts).' },
+      ),
+      h('h3', { text: 'Claims' }),
+      table(
+        [
+          { label: 'Claim', num: true, cell: (c) => String(c.claim) },
+          { label: 'Jackpot', num: true, cell: (c) => String(c.jackpot) },
+          { label: 'Card', cell: (c) => c.card },
+          { label: 'Where', cell: (c) => [c.area, c.bank, c.device].filter(Boolean).join(' · ') },
+          { label: 'State', cell: (c) => stateTag(c.state) },
+          { label: 'Won', cell: (c) => (c.won ? 'yes' : '') },
+          { label: 'Claim time', cell: (c) => (c.deadline ? timer(c.deadline, ctx.clock) : '') },
+          {
+            label: 'Desk',
+            cell: (c) => h('div', { class: 'actions' }, (DESK_RAPS[c.state] || []).map((action) =>
+              button(describeAction('raps', action).label, async () => {
+                const res = await postAction('raps', s.session, c.claim, action);
+                await after(res, `Claim ${c.claim}: ${res.state || 'done'}.`);
+              }))),
+          },
+        ],
+        s.claims,
+        { empty: 'No winner selected yet.' },
+      ),
+      h('h3', { text: 'Decline register' }),
+      h('p', { class: 'muted', text: s.declined.length ? s.declined.join(', ') : 'Nobody has signed it.' }),
+      inlineForm(
+        [{ name: 'card', label: 'Member card', size: 14 }],
+        'Sign the register',
+        async (v) => after(await api(path(...base, 'declines'), { method: 'POST', body: { card: v.card } }), `${v.card} signed the decline register.`),
+        { name: 'decline' },
+      ),
+    );
+  }
+
+  return { open, openSession };
+}

@@ -1,0 +1,433 @@
+"""Push benchmark: 2,000 signage websockets on one daemon, from a winner committed to the
+last screen showing it, beside a bare `websockets` broadcast of the same bytes to the
+same number of clients, measured in the same run.
+
+    python loadtests/bench_push.py [--clients 2000] [--procs 4] [--announcements 30]
+
+Set-up (not timed): a bench-only site in Redis running the Golden Horse promotion, 2,000
+members, the halfway draw's entry pool frozen over them; `bonusd run` as its own process
+(clock at 12:00 on the draw day); a bare `websockets` server as another process; client
+processes (`--procs`), each holding its share of `--clients` connections to the daemon's
+`/ws/signage` (area main) and as many to the bare server; round 1 drawn once (warm-up).
+
+Timed, per announcement: the bench's own draw desk (another daemon, as far as bonusd is
+concerned: it shares only Redis) records a no-show, which announces the redraw's winner
+in the same commit. t0 is when that commit has returned; each client notes when the
+delta carrying the new winner arrives (CLOCK_MONOTONIC, shared by every process on
+Linux); the latency is the last client's arrival minus t0. Then the same message text,
+as the daemon sent it, goes to the bare server, which notes t0 just before
+`websockets.broadcast` and the same clients note its arrival. p50 and p99 of each, and
+their ratio. Every client must receive every announcement.
+
+Redis is BONUSD_REDIS_URL (default redis://127.0.0.1:6379/0), MQTT BONUSD_MQTT_URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import datetime as dt
+import json
+import multiprocessing
+import os
+import queue
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import zlib
+from multiprocessing.synchronize import Event as MpEvent
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import redis.asyncio as aioredis
+import websockets
+from rich.console import Console
+from rich.table import Table
+from websockets.asyncio.server import ServerConnection, broadcast, serve
+
+from bonusd.audit_store import AuditStore
+from bonusd.auth import Role, TokenStore
+from bonusd.clock import ManualClock
+from bonusd.drawbook import SCHEDULER
+from bonusd.drawdesk import DrawDesk
+from bonusd.keys import Keys
+from bonusd.localservices import free_port
+from bonusd.promotions import load_promotion
+from bonusd.promotions.kinds import Tombola
+from bonusd.promotions.pool import EntryPool
+from bonusd.registry import Member, Tier
+from bonusd.settings import Settings
+from bonusd.standings import PromotionStore
+from bonusd.store import FloorStore
+
+ROOT = Path(__file__).resolve().parent.parent
+GH = "golden-horse-mega-points-chase"
+DAY = dt.date(2026, 11, 7)
+SAST = dt.timezone(dt.timedelta(hours=2))
+console = Console()
+
+
+def monotonic() -> float:
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+def raise_fd_limit(need: int) -> tuple[int, int]:
+    """Lift the soft open-files limit to the hard one (children inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        sys.exit(f"need {need} open files, the limit is {soft} (hard {hard}): raise `ulimit -n`")
+    return soft, hard
+
+
+def winners(text: str) -> list[int]:
+    """Claim numbers of the winner cues in a message (only such messages are parsed)."""
+    if '"kind":"winner"' not in text:
+        return []
+    events = json.loads(text).get("events", [])
+    return [e["claim"] for e in events if e["kind"] == "winner"]
+
+
+# -- client processes ---------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Share:
+    """One client process's connections: `count` to the daemon and `count` to the bare."""
+
+    daemon_url: str
+    bare_url: str
+    count: int
+    compression: str | None
+
+
+async def _clients(share: Share, out: Any, ready: Any, stop: MpEvent) -> None:
+    daemon_url, bare_url, count = share.daemon_url, share.bare_url, share.count
+    seen: dict[tuple[str, int], list[float]] = {}
+    opening = asyncio.Semaphore(64)  # connections being opened at once
+    connected = 0
+
+    async def hold(url: str, source: str) -> None:
+        nonlocal connected
+        async with opening:
+            ws = await websockets.connect(
+                url,
+                compression=share.compression,
+                max_size=None,
+                ping_interval=None,
+                open_timeout=120,
+            )
+        connected += 1
+        async with ws:
+            async for message in ws:
+                assert isinstance(message, str)
+                for claim in winners(message):
+                    at = monotonic()
+                    times = seen.setdefault((source, claim), [])
+                    times.append(at)
+                    if len(times) == count:
+                        out.put((source, claim, max(times), len(times)))
+
+    async with asyncio.TaskGroup() as tg:
+        tasks = [
+            tg.create_task(hold(u, s))
+            for _ in range(count)
+            for u, s in ((daemon_url, "daemon"), (bare_url, "bare"))
+        ]
+        while connected < 2 * count:
+            await asyncio.sleep(0.01)
+        ready.put(os.getpid())
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        for t in tasks:
+            t.cancel()
+
+
+def client_process(share: Share, out: Any, ready: Any, stop: MpEvent) -> None:
+    asyncio.run(_clients(share, out, ready, stop))
+
+
+# -- the bare broadcaster -----------------------------------------------------------------
+def bare_process(port: int, started: Any, compression: str | None) -> None:
+    async def main() -> None:
+        clients: set[ServerConnection] = set()
+
+        async def handler(ws: ServerConnection) -> None:
+            if ws.request is not None and ws.request.path == "/control":
+                async for text in ws:
+                    t0 = monotonic()
+                    broadcast(clients, text)
+                    await ws.send(repr(t0))
+                return
+            clients.add(ws)
+            try:
+                await ws.wait_closed()
+            finally:
+                clients.discard(ws)
+
+        async with serve(handler, "127.0.0.1", port, compression=compression, ping_interval=None):
+            started.put(port)
+            await asyncio.Future()
+
+    asyncio.run(main())
+
+
+# -- the run ------------------------------------------------------------------------------
+async def setup_site(r: aioredis.Redis, keys: Keys, members: int) -> list[str]:
+    cards = [f"6001{n:06d}" for n in range(members)]
+    store = FloorStore(
+        r, keys, dedup_ttl_s=3600, deadletter_maxlen=100, deadletter_payload_bytes=64
+    )
+    await store.import_members(
+        [Member(card=c, name=f"Name{n} Surname{n}", tier=Tier.Q) for n, c in enumerate(cards)]
+    )
+    counts = {Tombola.POOLED: {c: 1 + n % 5 for n, c in enumerate(cards)}}
+    closed = dt.datetime.combine(DAY, dt.time(19, 0), SAST)
+    pool = EntryPool.freeze(promotion_id=GH, draw_id="halfway", closed_at=closed, counts=counts)
+    await r.set(f"{keys.base}pool:{GH}:halfway", pool.canonical())
+    return cards
+
+
+def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bonusd", "run"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def wait_healthy(port: int, daemon: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = monotonic() + 60
+    while monotonic() < deadline:
+        if daemon.poll() is not None:
+            sys.exit(f"the daemon exited: see {log}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    sys.exit(f"the daemon did not answer: see {log}")
+
+
+class Results:
+    """What the client processes report: (source, claim) -> [(last arrival, clients)]."""
+
+    def __init__(self, out: Any, procs: int) -> None:
+        self.out, self.procs = out, procs
+        self.got: dict[tuple[str, int], list[tuple[float, int]]] = {}
+
+    async def wait(self, source: str, claim: int) -> tuple[float, int]:
+        """The last arrival of `claim` from `source` over every client process, and how
+        many clients got it."""
+        deadline = monotonic() + 60
+        while len(self.got.get((source, claim), ())) < self.procs:
+            try:
+                s, c, last, n = self.out.get_nowait()
+            except queue.Empty:
+                if monotonic() > deadline:
+                    sys.exit(f"{source} announcement {claim}: not every client got it")
+                await asyncio.sleep(0.002)
+                continue
+            self.got.setdefault((s, c), []).append((last, n))
+        rows = self.got[(source, claim)]
+        return max(t for t, _ in rows), sum(n for _, n in rows)
+
+
+async def run(args: argparse.Namespace) -> None:
+    soft, hard = raise_fd_limit(4 * args.clients + 200)
+    settings = Settings()
+    site = f"bench-push-{uuid.uuid4().hex[:8]}"
+    keys = Keys("bonusd", site)
+    r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-push-"))
+    folder = tmp / "promotions"
+    folder.mkdir()
+    text = (ROOT / "promotions" / f"{GH}.toml").read_text()
+    (folder / f"{GH}.toml").write_text(text.replace('site = "golden-horse"', f'site = "{site}"'))
+    port, bare_port = free_port(), free_port()
+    ctx = multiprocessing.get_context("spawn")
+    out, ready, started, stop = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
+    procs: list[multiprocessing.process.BaseProcess] = []
+    daemon: subprocess.Popen[bytes] | None = None
+    log = tmp / "daemon.log"
+    try:
+        console.print(f"ulimit -n: soft {soft}, hard {hard}; {os.cpu_count()} CPUs")
+        await setup_site(r, keys, args.members)
+        token = await TokenStore(r, keys).issue(
+            role=Role.SIGNAGE,
+            name="bench screens",
+            area="main",
+            now=dt.datetime.now(dt.UTC),
+            valid_for=dt.timedelta(days=1),
+        )
+        env = {
+            **os.environ,
+            "BONUSD_SITE": site,
+            "BONUSD_HTTP_PORT": str(port),
+            "BONUSD_PROMOTIONS": str(folder),
+            "BONUSD_MQTT_CLIENT_ID": f"bonusd-{site}",
+            "BONUSD_CLOCK_START": dt.datetime.combine(DAY, dt.time(12, 0), SAST).isoformat(),
+            "BONUSD_LOG_LEVEL": "WARNING",
+            "BONUSD_PUSH_DEFLATE": "1" if args.deflate else "0",
+        }
+        daemon = start_daemon(env, log)
+        compression = "deflate" if args.deflate else None
+        bare = ctx.Process(target=bare_process, args=(bare_port, started, compression), daemon=True)
+        bare.start()
+        procs.append(bare)
+        started.get(timeout=30)
+        wait_healthy(port, daemon, log)
+        daemon_url = f"ws://127.0.0.1:{port}/ws/signage?token={token.token}"
+        bare_url = f"ws://127.0.0.1:{bare_port}/"
+        shares = [
+            args.clients // args.procs + (i < args.clients % args.procs) for i in range(args.procs)
+        ]
+        t_connect = monotonic()
+        for share in shares:
+            p = ctx.Process(
+                target=client_process,
+                args=(Share(daemon_url, bare_url, share, compression), out, ready, stop),
+                daemon=True,
+            )
+            p.start()
+            procs.append(p)
+        for _ in shares:
+            ready.get(timeout=300)
+        console.print(
+            f"{args.clients} daemon + {args.clients} bare connections in {len(shares)} "
+            f"client process(es), open after {monotonic() - t_connect:.1f} s"
+        )
+        await asyncio.sleep(args.settle)  # screens connect long before a draw
+        capture = await websockets.connect(daemon_url, compression=None, max_size=None)
+        control = await websockets.connect(f"ws://127.0.0.1:{bare_port}/control")
+        texts: dict[int, str] = {}
+
+        async def capture_texts() -> None:
+            async for message in capture:
+                assert isinstance(message, str)
+                for claim in winners(message):
+                    texts[claim] = message
+
+        capturing = asyncio.create_task(capture_texts())
+        clock = ManualClock(dt.datetime.combine(DAY, dt.time(19, 0), SAST))
+        promotion = load_promotion(folder / f"{GH}.toml")
+        desk = DrawDesk(
+            redis=r,
+            keys=keys,
+            audit=AuditStore(r, keys),
+            promotions=PromotionStore(r, keys, [promotion]),
+            clock=clock,
+        )
+        await desk.run_round(GH, "halfway", 1)  # warm-up: five winners at once
+        results = Results(out, len(shares))
+        for claim in range(1, 6):
+            await results.wait("daemon", claim)
+        lat: dict[str, list[float]] = {"daemon": [], "bare": []}
+        sizes = []
+        for _ in range(args.announcements):
+            book = await desk.book(GH, "halfway")
+            oldest = min(c for c, claim in book.claims.items() if str(claim.state) == "announced")
+            clock.advance(91)
+            await desk.act(GH, "halfway", oldest, "no_show", SCHEDULER)
+            t0 = monotonic()
+            claim = max((await desk.book(GH, "halfway")).claims)
+            last, n = await results.wait("daemon", claim)
+            assert n == args.clients, f"daemon: {n} of {args.clients} clients got claim {claim}"
+            lat["daemon"].append(last - t0)
+            while claim not in texts:
+                await asyncio.sleep(0.001)
+            sizes.append(len(texts[claim].encode()))
+            await control.send(texts[claim])
+            t0_bare = float(await control.recv())
+            last, n = await results.wait("bare", claim)
+            assert n == args.clients, f"bare: {n} of {args.clients} clients got claim {claim}"
+            lat["bare"].append(last - t0_bare)
+        capturing.cancel()
+        await capture.close()
+        await control.close()
+        report(args, lat, sizes, len(shares))
+        deflate_cost(texts[max(texts)], args.clients)
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+        if daemon is not None:
+            daemon.terminate()
+            daemon.wait(20)
+        found = [k async for k in r.scan_iter(match=f"{keys.base}*", count=1000)]
+        if found:
+            await r.delete(*found)
+        await r.aclose()
+
+
+def report(
+    args: argparse.Namespace, lat: dict[str, list[float]], sizes: list[int], procs: int
+) -> None:
+    def pct(xs: list[float], q: float) -> float:
+        return float(np.percentile(np.array(xs) * 1000, q))
+
+    table = Table(
+        title=f"winner committed → last of {args.clients} clients ({procs} client processes)"
+    )
+    table.add_column("figure")
+    table.add_column("bonusd (ms)", justify="right")
+    table.add_column("bare broadcast (ms)", justify="right")
+    table.add_column("ratio", justify="right")
+    for name, q in (("p50", 50), ("p99", 99), ("max", 100)):
+        d, b = pct(lat["daemon"], q), pct(lat["bare"], q)
+        table.add_row(name, f"{d:.1f}", f"{b:.1f}", f"{d / b:.2f}")
+    console.print(table)
+    if args.verbose:
+        for source, xs in lat.items():
+            console.print(source, " ".join(f"{x * 1000:.0f}" for x in xs))
+    console.print(
+        f"{len(lat['daemon'])} announcements; message {statistics.median(sizes):,.0f} bytes "
+        f"(median); goal: p99 < 500 ms and within 3x of the bare broadcast"
+    )
+
+
+def deflate_cost(text: str, clients: int) -> None:
+    """What per-message compression would cost the daemon for one message: each client has
+    its own deflate context (the settings uvicorn would negotiate), so it is compressed
+    once per client."""
+    data = text.encode()
+    t0 = time.perf_counter()
+    for _ in range(clients):
+        z = zlib.compressobj(wbits=-12, memLevel=5)
+        size = len(z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH))
+    took = time.perf_counter() - t0
+    console.print(
+        f"per-message deflate, if it were on: {len(data):,} → {size:,} bytes per message, "
+        f"{took * 1000:.0f} ms of daemon CPU to compress it for {clients} clients"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=2000)
+    parser.add_argument("--procs", type=int, default=4, help="client processes")
+    parser.add_argument("--announcements", type=int, default=30)
+    parser.add_argument("--members", type=int, default=2000)
+    parser.add_argument(
+        "--settle", type=float, default=10, help="seconds between connecting and measuring"
+    )
+    parser.add_argument("--verbose", action="store_true", help="every latency, in order")
+    parser.add_argument(
+        "--deflate", action="store_true", help="per-message compression on, on both servers"
+    )
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

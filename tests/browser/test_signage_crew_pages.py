@@ -1,0 +1,193 @@
+"""The signage and crew pages in headless Chromium against a running daemon with real
+telemetry and a real draw: the signage shows the countdown, the seed commitment, the
+multiplier and the masked boards; then the full-screen winner announcement with the claim
+timers; then each outcome. The crew page receives the alerts with the winners' locations,
+and its actions change the claims' states (a refusal shows the server's reason). When the
+daemon goes away the signage says it is reconnecting, and recovers by itself."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.async_api import Browser, Page, expect
+
+from bonusd.auth import Role
+from bonusd.clock import ManualClock
+from bonusd.settings import Settings
+from tests.browser.conftest import (
+    ACTIVATED,
+    GH,
+    MEMBERS,
+    assert_no_page_errors,
+    at,
+    golden_horse_week,
+    new_page,
+    seat_players,
+    shot,
+    token,
+)
+from tests.conftest import Daemon, running
+from tests.telemetry_helpers import Publisher
+
+pytestmark = pytest.mark.browser
+BOOK = f"/promotions/{GH}/draws/halfway/book"
+
+
+async def assert_masked(page: Page) -> None:
+    """No full name and no full card number anywhere on the public screen."""
+    text = await page.evaluate("document.documentElement.innerText")
+    html = await page.content()
+    for card, name, *_ in MEMBERS:
+        for shown in (text, html):
+            assert card not in shown, f"full card {card} on the public screen"
+            assert name not in shown, f"full name {name} on the public screen"
+
+
+async def claim_state(d: Daemon, claim: int) -> str:
+    book = await d.get(BOOK)
+    return next(str(c["state"]) for c in book["claims"] if c["claim"] == claim)
+
+
+async def test_signage_and_crew_through_a_draw(
+    browser: Browser, gh_settings: Settings, pub: Publisher
+) -> None:
+    clock = ManualClock(at(11, 5, 10))
+    async with running(gh_settings, clock) as d:
+        await golden_horse_week(d, clock, pub)
+        desk = await d.client(Role.DESK)
+        r = await desk.post(
+            f"/promotions/{GH}/draws/halfway/prizes",
+            json={
+                "tombola": "pooled",
+                "round": 1,
+                "values_cents": [50000, 100000, 200000, 500000, 1000000],
+            },
+        )
+        assert r.status_code == 200, r.text
+        await desk.aclose()
+        clock.set(at(11, 7, 18, 50))
+        await seat_players(d, pub, at(11, 7, 18, 49))
+        clock.set(at(11, 7, 18, 59))
+        base = str(d.http.base_url).rstrip("/")
+        signage_url = f"{base}/signage?area=main&token={await token(d, Role.SIGNAGE, 'main')}"
+
+        # -- before the draw: countdown, commitment, multiplier, masked boards --------------
+        signage = await new_page(browser)
+        await signage.goto(signage_url)
+        await expect(signage.locator("body")).to_have_class("live")
+        await expect(signage.locator("#promotion-name")).to_have_text("Mega Points Chase")
+        await expect(signage.locator("#next-name")).to_have_text("Halfway draw")
+        await expect(signage.locator("#next-round")).to_have_text("Round 1")
+        await expect(signage.locator("#next-countdown")).to_have_text("1:00")
+        book = await d.get(BOOK)
+        commitment = next(x["seed_commitment"] for x in book["rounds"] if x["round"] == 1)
+        shown = (await signage.locator("#commitment-hash").inner_text()).replace(" ", "")
+        assert shown == commitment
+        await expect(signage.locator("#multiplier")).to_be_visible()
+        await expect(signage.locator("#multiplier-factor")).to_have_text("3×")
+        await expect(signage.locator("#multiplier-text")).to_contain_text("play until 21:00")
+        await expect(signage.locator("#board-slots li")).to_have_count(10)
+        await expect(signage.locator("#board-tables li").first).to_contain_text("****")
+        await expect(signage.locator("#winners")).to_be_hidden()
+        await assert_masked(signage)
+        await shot(signage, "signage-countdown")
+
+        portrait = await new_page(browser, width=1080, height=1920)
+        await portrait.goto(signage_url)
+        await expect(portrait.locator("#next-countdown")).to_have_text("1:00")
+        await expect(portrait.locator("#board-slots li")).to_have_count(10)
+        await shot(portrait, "signage-portrait")
+        await portrait.context.close()
+
+        # -- the crew handheld, logged in, nothing open yet ----------------------------------
+        crew = await new_page(browser, width=390, height=844, mobile=True)
+        await crew.add_init_script(
+            "navigator.vibrate = (p) => { window.__vibrated = (window.__vibrated || 0) + 1; return true; };"
+        )
+        await crew.goto(f"{base}/crew")
+        await shot(crew, "crew-login")
+        await crew.fill("#login input[name=token]", await token(d, Role.CREW))
+        await crew.click("#login button[type=submit]")
+        await expect(crew.locator("#live")).to_have_text("live")
+        await expect(crew.locator("#none")).to_be_visible()
+        await shot(crew, "crew-idle")
+
+        # -- 19:00: the scheduler closes the bin and draws round 1 ---------------------------
+        clock.set(at(11, 7, 19, 0, 1))
+        winners = signage.locator("#winners .winner")
+        await expect(winners).to_have_count(5)
+        await expect(signage.locator("#winners")).to_be_visible()
+        await expect(signage.locator("#winners .winner .timer").first).to_have_text("1:30")
+        await assert_masked(signage)
+        await shot(signage, "signage-winners")
+
+        alerts = crew.locator("#alerts > li")
+        await expect(alerts).to_have_count(5)
+        book = await d.get(BOOK)
+        claims = sorted(book["claims"], key=lambda c: c["claim"])
+        first = claims[0]
+        names = {card: name for card, name, *_ in MEMBERS}
+        card1 = crew.locator(f"#alerts > li[data-claim='{first['claim']}']")
+        await expect(card1).to_contain_text(f"Ask for {names[first['card']]}")
+        await expect(card1.locator(".where")).to_contain_text("Area main")
+        await expect(card1.locator(".timer")).to_have_text("1:30")
+        await expect(card1.locator(".pa")).not_to_be_empty()
+        assert await crew.evaluate("window.__vibrated || 0") >= 1
+        await shot(crew, "crew-alerts")
+
+        # present from the handheld: the claim's state changes on the server
+        await card1.locator("button[data-action=present]").click()
+        await expect(card1.locator(".result")).to_contain_text("Presented ✓")
+        assert await claim_state(d, first["claim"]) == "presented"
+        # verify without ticking ID and receipt: refused, with the server's reason
+        await card1.locator("button[data-action=verify]").click()
+        await expect(card1.locator(".result")).to_contain_text("Refused:")
+        await expect(card1.locator(".result")).to_contain_text("without ID and receipt")
+        await shot(crew, "crew-refused")
+        assert await claim_state(d, first["claim"]) == "presented"
+        await card1.locator("input[name=id_checked]").check()
+        await card1.locator("input[name=receipt_checked]").check()
+        await card1.locator("button[data-action=verify]").click()
+        await expect(card1.locator(".result")).to_contain_text("verified")
+        assert await claim_state(d, first["claim"]) == "verified"
+        await card1.locator("input[name=reveal]").fill("2")
+        await card1.locator("button[data-action=pick_reveal]").click()
+        # a settled claim leaves the open alerts for the recent list
+        await expect(alerts).to_have_count(4)
+        await expect(crew.locator(f"#recent li[data-claim='{first['claim']}']")).to_contain_text(
+            "reveal picked"
+        )
+        assert await claim_state(d, first["claim"]) == "reveal_picked"
+        await shot(crew, "crew-settled")
+
+        # the signage shows that winner's outcome while the others' timers run
+        won = signage.locator(f"#winners .winner[data-claim='{first['claim']}']")
+        await expect(won.locator(".outcome")).to_contain_text("Won R")
+        await expect(signage.locator("#winners .winner .timer")).to_have_count(4)
+
+        # -- the claim time runs out: four no-shows, each redrawn ----------------------------
+        clock.set(at(11, 7, 19, 1, 32))
+        await expect(signage.locator("#winners .winner.no_show")).to_have_count(4)
+        await expect(signage.locator("#winners .winner .timer")).to_have_count(4)  # the redraws
+        await expect(signage.locator("#winners .winner.no_show .outcome").first).to_have_text(
+            "Not claimed — redraw"
+        )
+        await assert_masked(signage)
+        await shot(signage, "signage-outcomes")
+        book = await d.get(BOOK)
+        assert sum(c["state"] == "no_show" for c in book["claims"]) == 4
+        await expect(alerts).to_have_count(4)  # the redrawn winners
+        assert_no_page_errors(signage)
+        assert_no_page_errors(crew)
+
+    # -- the daemon is gone: the screen says so, and recovers when it is back -------------
+    await expect(signage.locator("body")).to_have_class("reconnecting")
+    await expect(signage.locator("#connection")).to_contain_text("Reconnecting")
+    await shot(signage, "signage-reconnecting")
+    async with running(gh_settings, clock) as d:
+        await expect(signage.locator("body")).to_have_class("live")
+        await expect(signage.locator("#connection")).to_be_hidden()
+        await expect(signage.locator("#winners .winner")).to_have_count(9)
+        await expect(crew.locator("#live")).to_have_text("live")
+        await expect(crew.locator("#alerts > li")).to_have_count(4)
+        del d
+    assert len(ACTIVATED) == 9

@@ -1,0 +1,382 @@
+"""The live push over real websockets: a real daemon (real uvicorn on a free loopback port,
+real Redis, real Mosquitto), the Golden Horse halfway draw day, and clients speaking the
+protocol of docs/push.md with the `websockets` library.
+
+Shared with the other tests of the push (`test_push_*.py`): the fixtures below and the
+client helpers `connect`, `recv`, `until`, `closed_with` and the `draw_day` daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from bonusd.audit import Kind
+from bonusd.audit_store import AuditStore, Entry
+from bonusd.auth import Role
+from bonusd.clock import ManualClock
+from bonusd.drawdesk import DrawDesk
+from bonusd.keys import Keys
+from bonusd.promotions.kinds import Tombola
+from bonusd.promotions.pool import EntryPool
+from bonusd.settings import Settings
+from bonusd.standings import PromotionStore
+from tests.conftest import PROJECT, SAST, Daemon, running
+
+GH = "golden-horse-mega-points-chase"
+HALFWAY_AT = dt.datetime(2026, 11, 7, 19, 0, tzinfo=SAST)
+NAMES = {f"600100{n:04d}": f"Member{n} Surname{n}" for n in range(40)}
+MEMBERS = "card,name,tier\n" + "".join(f"{c},{n},Q\n" for c, n in NAMES.items())
+Message = dict[str, Any]
+
+
+def golden_horse(settings: Settings, tmp_path: Path, site: str) -> Settings:
+    """The suite's settings running the Golden Horse promotion at this test's site."""
+    folder = tmp_path / "promotions"
+    folder.mkdir()
+    text = (PROJECT / "promotions" / f"{GH}.toml").read_text()
+    (folder / f"{GH}.toml").write_text(text.replace('site = "golden-horse"', f'site = "{site}"'))
+    return settings.model_copy(update={"promotions": folder})
+
+
+@pytest.fixture
+def gh_settings(settings: Settings, tmp_path: Path, site: str) -> Settings:
+    return golden_horse(settings, tmp_path, site)
+
+
+async def frozen_pool(redis_url: str, site: str) -> None:
+    """The halfway entry pool as the bin close freezes it: the 40 members above."""
+    r = aioredis.Redis.from_url(redis_url)
+    counts = {Tombola.POOLED: {card: 1 + n % 5 for n, card in enumerate(NAMES)}}
+    pool = EntryPool.freeze(promotion_id=GH, draw_id="halfway", closed_at=HALFWAY_AT, counts=counts)
+    await r.set(f"bonusd:{{{site}}}:pool:{GH}:halfway", pool.canonical())
+    await r.aclose()
+
+
+@contextlib.asynccontextmanager
+async def draw_day(settings: Settings, redis_url: str, site: str) -> AsyncIterator[Daemon]:
+    """The daemon at 18:55 on the halfway draw day (3x multiplier on, round 1 at 19:00),
+    members imported, the scheduler caught up."""
+    await frozen_pool(redis_url, site)
+    clock = ManualClock(HALFWAY_AT - dt.timedelta(minutes=5))
+    async with running(settings, clock) as d:
+        r = await d.http.post(
+            "/members/import", content=MEMBERS, headers={"content-type": "text/csv"}
+        )
+        assert r.status_code == 200
+        async with asyncio.timeout(30):
+            await d.service.scheduler.caught_up.wait()
+        yield d
+
+
+@pytest.fixture
+async def day(gh_settings: Settings, redis_url: str, site: str) -> AsyncIterator[Daemon]:
+    async with draw_day(gh_settings, redis_url, site) as d:
+        yield d
+
+
+async def token(d: Daemon, role: Role, area: str = "") -> str:
+    issued = await d.service.tokens.issue(
+        role=role,
+        name=f"test {role} {area}".strip(),
+        area=area,
+        now=d.service.clock.now(),
+        valid_for=dt.timedelta(days=30),
+    )
+    return issued.token
+
+
+def ws_url(d: Daemon, path: str, **query: str) -> str:
+    base = str(d.http.base_url).replace("http://", "ws://").rstrip("/")
+    q = "&".join(f"{k}={v}" for k, v in query.items())
+    return f"{base}{path}" + (f"?{q}" if q else "")
+
+
+async def connect(
+    d: Daemon, path: str, hello: Message | str | bytes | None, **query: str
+) -> ClientConnection:
+    """A websocket to the daemon; `hello` is sent as the first frame (dict: as JSON)."""
+    ws = await websockets.connect(ws_url(d, path, **query), max_size=None)
+    if isinstance(hello, dict):
+        await ws.send(json.dumps(hello))
+    elif hello is not None:
+        await ws.send(hello)
+    return ws
+
+
+async def recv(ws: ClientConnection) -> Message:
+    async with asyncio.timeout(15):
+        data = await ws.recv()
+    message: Message = json.loads(data)
+    return message
+
+
+async def until(ws: ClientConnection, wanted: Callable[[Message], bool]) -> list[Message]:
+    """Read messages (pings skipped) until one satisfies `wanted`; all of them, in order."""
+    out = []
+    while True:
+        message = await recv(ws)
+        if message["type"] == "ping":
+            continue
+        out.append(message)
+        if wanted(message):
+            return out
+
+
+async def closed_with(ws: ClientConnection) -> tuple[int | None, str]:
+    """Read until the server closes; its close code and reason."""
+    try:
+        async with asyncio.timeout(15):
+            while True:
+                await ws.recv()
+    except websockets.ConnectionClosed:
+        return ws.close_code, ws.close_reason or ""
+
+
+def events(messages: list[Message], kind: str) -> list[Message]:
+    return [e for m in messages if m["type"] == "delta" for e in m["events"] if e["kind"] == kind]
+
+
+def apply(state: Message, messages: list[Message], seq: int = -1) -> int:
+    """Apply a snapshot and deltas to `state` in order, checking that each delta follows
+    the last message applied (`seq`); returns the last seq."""
+    for m in messages:
+        if m["type"] == "snapshot":
+            state.clear()
+            state.update(m["state"])
+        else:
+            assert m["seq"] == seq + 1, "a delta out of sequence"
+            state.update(m["set"])
+        seq = m["seq"]
+    return seq
+
+
+# -- snapshot, deltas, a real draw round, a crew action -------------------------------------------
+
+
+async def test_a_draw_round_on_signage_and_crew(day: Daemon) -> None:
+    d = day
+    signage = await connect(d, "/ws/signage", {"token": await token(d, Role.SIGNAGE, "main")})
+    crew = await connect(d, "/ws/crew", {"token": await token(d, Role.CREW)})
+    first = await recv(signage)
+    assert first["type"] == "snapshot"
+    assert first["stream"] == f"signage:{d.service.settings.site}:main"
+    state = first["state"]
+    assert set(state) == {
+        "promotion",
+        "next_draw",
+        "multiplier",
+        "boards",
+        "announcements",
+        "jackpot",
+    }
+    assert state["promotion"]["id"] == GH
+    assert state["multiplier"]["factor"] == 3
+    assert state["multiplier"]["ends_at"] == "2026-11-07T21:00:00+02:00"
+    nxt = state["next_draw"]
+    assert (nxt["draw"], nxt["round"], nxt["at"]) == ("halfway", 1, "2026-11-07T19:00:00+02:00")
+    assert len(nxt["commitment"]) == 64  # the seed commitment, published before the draw
+    assert state["announcements"] == []
+    crew_first = await recv(crew)
+    assert crew_first["type"] == "snapshot"
+    assert crew_first["state"] == {"alerts": [], "recent": []}
+
+    desk = await d.client(Role.DESK)
+    r = await desk.post(f"/promotions/{GH}/draws/halfway/run", json={"round": 1})
+    assert r.status_code == 200, r.text
+    winners = {c["card"] for c in r.json()["claims"]}
+    assert len(winners) == 5
+
+    seen = await until(signage, lambda m: len(events([m], "winner")) == 5)
+    view = dict(state)
+    seq = apply(view, [first, *seen])
+    assert len(view["announcements"]) == 5
+    for row in view["announcements"]:
+        assert row["state"] == "announced" and row["deadline"] == "2026-11-07T18:56:30+02:00"
+        assert row["card"].startswith("****") and len(row["card"]) == 8
+        assert row["name"].endswith("****") and ". S" in row["name"]
+    text = json.dumps(seen)
+    for card in winners:
+        assert card not in text and NAMES[card] not in text
+    assert view["next_draw"]["round"] == 2  # round 1 is drawn
+
+    crew_seen = await until(crew, lambda m: len(m.get("set", {}).get("alerts", [])) == 5)
+    assert len(events(crew_seen, "alert")) == 5
+    alerts = crew_seen[-1]["set"]["alerts"]
+    assert {a["card"] for a in alerts} == winners
+    one = alerts[0]
+    assert one["actions"] == ["present"]
+    assert one["endpoints"] == {
+        "present": f"/promotions/{GH}/draws/halfway/claims/{one['claim']}/present"
+    }
+    assert one["name"] == NAMES[one["card"]]
+    assert NAMES[one["card"]] in one["announcement"]
+    assert one["deadline"] == "2026-11-07T18:56:30+02:00"
+
+    # the crew presents the winner over HTTP: both streams follow
+    handheld = await d.client(Role.CREW)
+    r = await handheld.post(f"/promotions/{GH}/draws/halfway/claims/{one['claim']}/present")
+    assert r.status_code == 200, r.text
+    more = await until(signage, lambda m: bool(events([m], "outcome")))
+    apply(view, more, seq)
+    (outcome,) = events(more, "outcome")
+    assert outcome["claim"] == one["claim"] and outcome["state"] == "presented"
+    crew_more = await until(crew, lambda m: bool(events([m], "state")))
+    after = next(a for a in crew_more[-1]["set"]["alerts"] if a["claim"] == one["claim"])
+    assert after["state"] == "presented" and after["actions"] == ["verify"]
+    for client in (signage, crew):
+        await client.close()
+    await desk.aclose()
+    await handheld.aclose()
+
+
+# -- resume, gaps, epochs ------------------------------------------------------------------------
+
+
+async def run_round(d: Daemon, number: int) -> set[str]:
+    desk = await d.client(Role.DESK)
+    try:
+        r = await desk.post(f"/promotions/{GH}/draws/halfway/run", json={"round": number})
+        assert r.status_code == 200, r.text
+        return {c["card"] for c in r.json()["claims"] if c["round"] == number}
+    finally:
+        await desk.aclose()
+
+
+async def test_resume_replays_the_missed_deltas_in_order(day: Daemon) -> None:
+    d = day
+    hello = {"token": await token(d, Role.SIGNAGE, "main")}
+    a = await connect(d, "/ws/signage", hello)
+    snap = await recv(a)
+    epoch, n = snap["epoch"], snap["seq"]
+    await run_round(d, 1)
+    (delta,) = await until(a, lambda m: bool(events([m], "winner")))
+    assert delta["seq"] == n + 1
+    await run_round(d, 2)
+    (delta2,) = await until(a, lambda m: bool(events([m], "winner")))
+    assert delta2["seq"] == n + 2
+
+    # a client that saw n and missed what followed (a gap) resumes from n: the deltas it
+    # missed come first, in order, the same messages as everybody else's
+    b = await connect(d, "/ws/signage", {**hello, "resume": {"epoch": epoch, "seq": n}})
+    assert [await recv(b), await recv(b)] == [delta, delta2]
+    # up to date: nothing is resent, the next change arrives as the next delta
+    c = await connect(d, "/ws/signage", {**hello, "resume": {"epoch": epoch, "seq": n + 2}})
+    await run_round(d, 3)
+    (delta3,) = await until(c, lambda m: bool(events([m], "winner")))
+    assert delta3["seq"] == n + 3
+    assert (await until(b, lambda m: m["seq"] == n + 3))[-1] == delta3
+
+    # what cannot be replayed gets a fresh snapshot: another epoch, a seq ahead, bad input
+    for resume in (
+        {"epoch": "0" * 16, "seq": n},
+        {"epoch": epoch, "seq": n + 99},
+        {"epoch": epoch, "seq": -1},
+    ):
+        e = await connect(d, "/ws/signage", {**hello, "resume": resume})
+        first = await recv(e)
+        assert first["type"] == "snapshot" and first["seq"] == n + 3
+        assert first["epoch"] == epoch
+        await e.close()
+    for ws in (a, b, c):
+        await ws.close()
+
+
+async def test_resume_from_beyond_the_ring_gets_a_snapshot(
+    gh_settings: Settings, redis_url: str, site: str
+) -> None:
+    await frozen_pool(redis_url, site)
+    small = gh_settings.model_copy(update={"push_resume_deltas": 1})
+    async with running(small, ManualClock(HALFWAY_AT - dt.timedelta(minutes=5))) as d:
+        await d.http.post("/members/import", content=MEMBERS, headers={"content-type": "text/csv"})
+        await d.service.scheduler.caught_up.wait()
+        hello = {"token": await token(d, Role.SIGNAGE, "main")}
+        a = await connect(d, "/ws/signage", hello)
+        snap = await recv(a)
+        for number in (1, 2):
+            await run_round(d, number)
+            await until(a, lambda m, k=number: any(e["round"] == k for e in events([m], "winner")))
+        resume = {"epoch": snap["epoch"], "seq": snap["seq"]}  # 2 behind, the ring holds 1
+        b = await connect(d, "/ws/signage", {**hello, "resume": resume})
+        first = await recv(b)
+        assert first["type"] == "snapshot" and first["seq"] == snap["seq"] + 2
+        # one behind: replayed
+        c = await connect(d, "/ws/signage", {**hello, "resume": {**resume, "seq": snap["seq"] + 1}})
+        assert (await recv(c))["type"] == "delta"
+        for ws in (a, b, c):
+            await ws.close()
+
+
+async def test_a_restarted_daemon_is_a_new_epoch(
+    gh_settings: Settings, redis_url: str, site: str
+) -> None:
+    await frozen_pool(redis_url, site)
+    clock = ManualClock(HALFWAY_AT - dt.timedelta(minutes=5))
+    async with running(gh_settings, clock) as d:
+        await d.service.scheduler.caught_up.wait()
+        signage = await token(d, Role.SIGNAGE, "main")
+        ws = await connect(d, "/ws/signage", {"token": signage})
+        before = await recv(ws)
+        await ws.close()
+    async with running(gh_settings, clock) as d:
+        resume = {"epoch": before["epoch"], "seq": before["seq"]}
+        ws = await connect(d, "/ws/signage", {"token": signage, "resume": resume})
+        after = await recv(ws)
+        assert after["type"] == "snapshot"
+        assert after["epoch"] != before["epoch"]
+        assert after["state"]["next_draw"] == before["state"]["next_draw"]
+        await ws.close()
+
+
+# -- several daemons: the notification travels through Redis --------------------------------------
+
+
+async def test_every_audit_commit_is_announced_in_its_transaction(
+    redis_url: str, site: str, aredis: aioredis.Redis
+) -> None:
+    keys = Keys("bonusd", site)
+    audit = AuditStore(aredis, keys)
+    listener = aredis.pubsub(ignore_subscribe_messages=True)
+    await listener.subscribe(f"{keys.base}notify")
+    entry = Entry(HALFWAY_AT, "desk-1 (desk)", Kind.EXCEPTION, {"draw_id": "x", "note": "n"})
+    await audit.commit([entry], subject=f"{GH}.halfway", expect=0)
+    await audit.append(at=HALFWAY_AT, actor="admin", kind=Kind.RULE_CHANGE, payload={})
+    heard = []
+    async with asyncio.timeout(10):
+        while len(heard) < 2:
+            message = await listener.get_message(timeout=1)
+            if message is not None:
+                heard.append(message["data"])
+    assert heard == [f"{GH}.halfway", "rule_change"]
+    await listener.aclose()
+
+
+async def test_a_round_drawn_by_another_daemon_reaches_the_screens(day: Daemon) -> None:
+    """The round is committed by a desk that is not this daemon's (as another daemon of the
+    site would): the screens learn it from Redis."""
+    d = day
+    svc = d.service
+    ws = await connect(d, "/ws/signage", {"token": await token(d, Role.SIGNAGE, "main")})
+    await recv(ws)
+    other = DrawDesk(
+        redis=svc.redis,
+        keys=svc.keys,
+        audit=AuditStore(svc.redis, svc.keys),
+        promotions=PromotionStore(svc.redis, svc.keys, list(svc.promotions)),
+        clock=svc.clock,
+    )
+    records = await other.run_round(GH, "halfway", 1)
+    cards = {r.payload["card"] for r in records if r.kind == "pick"}
+    seen = await until(ws, lambda m: len(events([m], "winner")) == 5)
+    assert {e["card"] for e in events(seen, "winner")} == {"****" + c[-4:] for c in cards}
+    await ws.close()
