@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push clean
+.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push load clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -12,9 +12,9 @@ setup:
 services: setup
 	@scripts/ensure-services.sh
 
-## The main job: daemon + simulated floor + API (Ctrl-C stops it).
+## The main job: daemon + simulated floor + API + pages (Ctrl-C stops it).
 demo: services
-	@.venv/bin/bonusd demo
+	@.venv/bin/bonusd demo $(DEMO_ARGS)
 
 ## The daemon alone, with the BONUSD_* settings of the environment.
 run: services
@@ -61,6 +61,13 @@ bench-draws: services
 ## 2,000 signage websockets: a winner committed to the last screen, beside a bare broadcast.
 bench-push: services
 	@$(PY) loadtests/bench_push.py $(BENCH_ARGS)
+
+## A named locust scenario, headless and bounded (docs/loadtests.md): own daemon, site and
+## broker; the report (HTML, CSV, summary) in .run/loadtests/$(SCENARIO) unless --out.
+SCENARIO ?= saturday-20h
+load: setup
+	@scripts/ensure-services.sh --with-test-tools
+	@$(PY) loadtests/run_scenario.py $(SCENARIO) $(LOAD_ARGS)
 
 clean:
 	@scripts/ensure-services.sh stop || true

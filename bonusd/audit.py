@@ -190,7 +190,9 @@ def to_jsonl(records: Sequence[AuditRecord]) -> str:
 def from_jsonl(text: str) -> list[AuditRecord]:
     """Parse a JSON Lines export (no verification: call `verify_chain`)."""
     out: list[AuditRecord] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # records end with "\n" only: `splitlines` would also cut a record inside a string at
+    # U+2028, U+2029 or U+0085, which canonical JSON keeps unescaped (a note, a name)
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

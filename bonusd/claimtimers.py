@@ -78,10 +78,12 @@ class ClaimTimers:
                 self.fired += await run_due(subject)
             except BonusdError as exc:  # one broken draw must not stop the others' timers
                 logger.error("timers of %s not run: %s", subject, exc)
+        # a deadline exactly at `now` is not due yet (deadlines are strict) but is next:
+        # without it the wait would run to `IDLE` and act minutes late
         nxt = cast(
             list[tuple[str, float]],
             await self._redis.zrangebyscore(
-                self._key, f"({now.timestamp()}", "+inf", start=0, num=1, withscores=True
+                self._key, now.timestamp(), "+inf", start=0, num=1, withscores=True
             ),
         )
         later = now + IDLE

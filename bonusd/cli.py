@@ -19,8 +19,9 @@ from bonusd.audit_store import AuditStore
 from bonusd.auth import IssuedToken, Role, TokenStore
 from bonusd.cli_clock import add_clock_commands, settings_clock
 from bonusd.cli_draws import add_draw_commands, live, write_pools
+from bonusd.cli_rehearse import add_rehearse_command
 from bonusd.clock import Clock
-from bonusd.demo import DemoFloor
+from bonusd.demo import DemoOptions
 from bonusd.demo import main as run_demo
 from bonusd.errors import BonusdError
 from bonusd.keys import Keys
@@ -82,19 +83,23 @@ def run() -> None:
 @app.command()
 def demo(
     *,
-    egms: Annotated[int, typer.Option(min=1, help="Slot machines on the simulated floor.")] = 300,
-    tables: Annotated[int, typer.Option(min=0, help="Gaming tables.")] = 12,
-    members: Annotated[int, typer.Option(min=1, help="Loyalty members.")] = 3000,
+    floor: Annotated[
+        str, typer.Option(help="A named floor of simulators/floors (ci, golden-horse, ...).")
+    ] = "ci",
     seed: Annotated[int, typer.Option(help="Seed of the simulated floor.")] = 42,
     hours: Annotated[float, typer.Option(min=0.1, help="Simulated hours of play.")] = 12.0,
-    site: Annotated[
-        str, typer.Option(help="Site to run; its promotions in BONUSD_PROMOTIONS run too.")
-    ] = "golden-horse",
+    speed: Annotated[
+        float, typer.Option(min=1, max=10_000, help="Simulated seconds per wall second.")
+    ] = 60.0,
+    crew_after: Annotated[
+        float,
+        typer.Option(min=0, help="Wall seconds before the demo's crew takes an alert; 0: never."),
+    ] = 8.0,
 ) -> None:
-    """The main job: daemon + simulated floor + API on simulated time (x60 unless
-    BONUSD_CLOCK_SPEED says otherwise), from BONUSD_CLOCK_START or 3 Oct 2026 16:55."""
-    settings = _settings().model_copy(update={"site": site})
-    run_demo(settings, DemoFloor(egms, tables, members, seed, hours))
+    """The main job: the demo promotion (promotions/demo/) on site demo, a simulated floor
+    and the daemon with its pages, on the shared clock from 3 Oct 2026 16:55; starts over
+    each run. Redis, broker, HTTP port and prefixes from the BONUSD_* settings."""
+    run_demo(_settings(), DemoOptions(floor, seed, hours, speed, crew_after))
 
 
 @members_app.command("import")
@@ -287,6 +292,7 @@ def audit_export(
 
 add_draw_commands(app, _settings)
 add_clock_commands(app, _settings)
+add_rehearse_command(app, _settings)
 
 
 def main() -> None:

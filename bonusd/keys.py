@@ -12,6 +12,9 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
     {prefix}:{site}:lastseen               zset   active cards, score = last event (ms)
     {prefix}:{site}:floor-place            hash   active card -> kind\tarea\tdevice\tseat\tbank
     {prefix}:{site}:floor-lastplay         zset   active cards, score = last rated play (ms)
+    {prefix}:{site}:floor-ended-card       zset   card -> newest event of its ended session (ms)
+    {prefix}:{site}:floor-ended-slot       zset   place -> the same, per EGM or table seat
+                                                  (late events; pruned past the dedup window)
     {prefix}:{site}:day:{day}:{card}       hash   gaming-day totals of one member
     {prefix}:{site}:dayspend:{day}         hash   card -> the gaming day's spend (cents), for RAPS
     {prefix}:{site}:visits:{day}           set    members with a gaming visit that day

@@ -244,24 +244,32 @@ def read_file(model: type[Record], path: Path) -> list[Record]:
 def parse_text(model: type[Record], text: str, *, source: str) -> list[Record]:
     """Parse CSV or JSON text, judged by its first non-blank character."""
     stripped = text.lstrip()
+    skipped = text[: len(text) - len(stripped)].count("\n")  # so rows are the file's lines
     if stripped.startswith(("[", "{")):
         try:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise ImportFileError(
-                source, [ImportRowError(source, exc.lineno, "(file)", f"not valid JSON: {exc.msg}")]
-            ) from exc
+            problem = f"not valid JSON: {exc.msg}"
+            row = ImportRowError(source, skipped + exc.lineno, "(file)", problem)
+            raise ImportFileError(source, [row]) from exc
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise ImportFileError(
                 source, [ImportRowError(source, 1, "(file)", "JSON must be an array of objects")]
             )
         return parse_records(model, data, source=source)
-    reader = csv.DictReader(io.StringIO(stripped))
-    columns = set(reader.fieldnames or ())
-    required = {n for n, f in model.model_fields.items() if f.is_required()}
-    missing = required - columns
-    if missing:
-        problem = f"missing column(s): {', '.join(sorted(missing))}"
-        raise ImportFileError(source, [ImportRowError(source, 1, "(header)", problem)])
-    rows = ({k: v for k, v in row.items() if v != "" or k in required} for row in reader)
-    return parse_records(model, rows, source=source, first_row=2)
+    # newline="": the csv module reads \r, \n and \r\n line ends itself (a lone \r raised)
+    reader = csv.DictReader(io.StringIO(stripped, newline=""))
+    try:
+        columns = set(reader.fieldnames or ())
+        required = {n for n, f in model.model_fields.items() if f.is_required()}
+        missing = required - columns
+        if missing:
+            problem = f"missing column(s): {', '.join(sorted(missing))}"
+            header = ImportRowError(source, skipped + 1, "(header)", problem)
+            raise ImportFileError(source, [header])
+        rows = ({k: v for k, v in row.items() if v != "" or k in required} for row in reader)
+        return parse_records(model, rows, source=source, first_row=skipped + 2)
+    except csv.Error as exc:  # e.g. a field longer than the csv module's limit
+        line = skipped + reader.line_num + 1  # the line being read when it failed
+        error = ImportRowError(source, line, "(file)", f"not valid CSV: {exc}")
+        raise ImportFileError(source, [error]) from exc

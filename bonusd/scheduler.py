@@ -64,6 +64,9 @@ class Scheduler:
         self._reloaded = asyncio.Event()
         self.fired = 0
         self.caught_up = asyncio.Event()  # set once nothing due is left to run
+        # the instant of the action being waited for or run (None: none left), so a driver
+        # of simulated time (bonusd/rehearsal.py) knows when every action up to T has run
+        self.next_at: dt.datetime | None = None
 
     def reload(self, promotions: Sequence[Promotion]) -> None:
         """Use new promotion rules from now on: the timetable is rebuilt at once; actions
@@ -121,6 +124,7 @@ class Scheduler:
         actions = [a for a in timetable if a.action in self._handlers]
         logger.info("scheduler: %d timed action(s) with handlers", len(actions))
         for n, action in enumerate(actions):
+            self.next_at = action.at
             if action.at > self._clock.now():
                 self.caught_up.set()
             if await sleep_until_or_stop(self._clock, action.at, stop, self._reloaded):
@@ -141,6 +145,7 @@ class Scheduler:
                     # promotion's timetable; it stays unmarked, so a restart tries again
                     logger.error("%s %s failed: %s", action.action.value, "/".join(action.ids), exc)
                     break
+        self.next_at = None
         self.caught_up.set()  # every action ran: nothing is due, ever again
 
     async def _fire(self, action: TimedAction) -> None:

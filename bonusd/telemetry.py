@@ -17,8 +17,10 @@ import msgspec
 from bonusd.clock import GamingCalendar
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
-Card = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9-]{1,32}$")]
-Area = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9_-]{1,32}$")]
+# `(?!\n)$`: msgspec matches with Python's `re`, whose `$` also matches before a trailing
+# newline, so `^…$` alone let "7001\n" through as a card; the guard is valid JSON Schema too.
+Card = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9-]{1,32}(?!\n)$")]
+Area = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9_-]{1,32}(?!\n)$")]
 Cents = Annotated[int, msgspec.Meta(ge=0, le=10**12)]
 Points = Annotated[int, msgspec.Meta(ge=0, le=10**9)]
 Seat = Annotated[int, msgspec.Meta(ge=1, le=99)]
@@ -227,8 +229,10 @@ class TelemetryDecoder:
                 f"topic {topic!r} is not {self._head}egm|table/DEVICE/events",
             )
         device = parts[1]
-        if not device or len(device) > 64:
-            return Rejection(Reason.BAD_TOPIC, f"device id {device!r} is empty or too long")
+        if not device or len(device) > 64 or "#" in device or "+" in device:
+            return Rejection(
+                Reason.BAD_TOPIC, f"device id {device!r} is empty, too long or has # or +"
+            )
         kind: DeviceKind = "egm" if parts[0] == "egm" else "table"
         return kind, device
 

@@ -60,7 +60,26 @@ local function load_session(card)
   return s
 end
 
-local function end_session(card, s)
+-- The end of a session is remembered for its card and for its place (EGM or table seat):
+-- the newest event it had seen (ms). An event older than that cannot place the card again
+-- nor take the place from a newer holder, in whatever order messages arrive (docs/
+-- telemetry.md, "Time"). Entries older than the de-duplication window are pruned below.
+local ended_card, ended_slot = base .. 'floor-ended-card', base .. 'floor-ended-slot'
+
+local function remember(key, member, ts)
+  local cur = tonumber(redis.call('ZSCORE', key, member))
+  if not cur or ts > cur then redis.call('ZADD', key, ts, member) end
+end
+
+local function ended_after(key, member, ts)
+  local cur = tonumber(redis.call('ZSCORE', key, member))
+  return cur ~= nil and ts < cur
+end
+
+local function end_session(card, s, ts)
+  local newest = math.max(s.last_seen, ts or 0)
+  remember(ended_card, card, newest)
+  remember(ended_slot, s.slot, newest)
   redis.call('ZREM', base .. 'active:' .. s.kind .. ':' .. s.area, card)
   redis.call('ZREM', base .. 'lastseen', card)
   redis.call('HDEL', base .. 'floor-place', card)
@@ -82,15 +101,19 @@ end
 
 local function start_session(card, kind, slot, area, ts)
   local s = load_session(card)
-  if s then
-    if ts < s.last_seen then return false end  -- stale: a newer event placed the card
-    end_session(card, s)
-  end
+  -- stale: a newer event placed the card, or ended its session, or a newer session here
+  if s and ts < s.last_seen then return false end
+  if ended_after(ended_card, card, ts) then return false end
+  if ended_after(ended_slot, slot, ts) then return false end
   local other = redis.call('GET', base .. 'at:' .. slot)
+  local o = nil
   if other and other ~= card then
-    local o = load_session(other)
-    if o and o.slot == slot then end_session(other, o) end
+    o = load_session(other)
+    if o and o.slot ~= slot then o = nil end
+    if o and ts < o.last_seen then return false end  -- stale: a newer card holds the place
   end
+  if s then end_session(card, s) end
+  if o then end_session(other, o) end
   area = resolve_area(slot, area)
   local device = string.match(slot, '^([^#]+)')
   local seat = string.match(slot, '#(%d+)$') or ''
@@ -107,8 +130,11 @@ local function start_session(card, kind, slot, area, ts)
   return true
 end
 
+local newest = 0  -- the newest event time of the batch, for pruning the ended sessions
 for _, t in ipairs(fx.SESS) do
   local card, op = t[1], t[2]
+  local at_ms = tonumber(op == 'OUT' and t[4] or t[6]) or 0
+  if at_ms > newest then newest = at_ms end
   if op == 'IN' then
     start_session(card, t[3], t[4], t[5], tonumber(t[6]))
   elseif op == 'P' then
@@ -124,10 +150,21 @@ for _, t in ipairs(fx.SESS) do
   elseif op == 'OUT' then
     local slot, ts = t[3], tonumber(t[4])
     local s = load_session(card)
-    if s and s.slot == slot and ts >= s.last_seen then end_session(card, s) end
+    if s and s.slot == slot and ts >= s.last_seen then
+      end_session(card, s, ts)
+    elseif not s or ts >= s.last_seen then
+      -- the card-in there not seen yet (or lost): an older event cannot place the card
+      remember(ended_card, card, ts)
+      remember(ended_slot, slot, ts)
+    end
   else
     return redis.error_reply('bonusd apply.lua: unknown session move ' .. tostring(op))
   end
+end
+if newest > 0 then  -- no accepted event is older than the window: nothing to compare with
+  local horizon = '(' .. string.format('%d', newest - ttl * 1000)
+  redis.call('ZREMRANGEBYSCORE', ended_card, '-inf', horizon)
+  redis.call('ZREMRANGEBYSCORE', ended_slot, '-inf', horizon)
 end
 for card in pairs(dirty) do
   local s = sess[card]

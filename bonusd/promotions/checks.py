@@ -290,6 +290,11 @@ def _check_jackpots(p: Promotion, spec: JackpotSpec, where: str) -> list[Problem
     for i, t in enumerate(times.at):
         if not spec.start < t <= spec.end or (i and t <= times.at[i - 1]):
             problems.append((f"{where}.times.at[{i + 1}]", "must be in order, within the session"))
+    minutes = (spec.end.hour - spec.start.hour) * 60 + spec.end.minute - spec.start.minute
+    if times.random and spec.end > spec.start and times.random > minutes:
+        # the scheduler draws distinct whole minutes of the session
+        said = f"at most {minutes} (the session's minutes), got {times.random}"
+        problems.append((f"{where}.times.random", said))
     if spec.prize_set and spec.prize_set not in p.prize_sets:
         problems.append((f"{where}.prize_set", _unknown_prize_set(p, spec.prize_set)))
     return problems

@@ -55,8 +55,12 @@ def _local_time(value: dt.time) -> dt.time:
 
 LocalTime = Annotated[dt.time, AfterValidator(_local_time)]
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
-Count = Annotated[StrictInt, Field(ge=0)]
-Positive = Annotated[StrictInt, Field(gt=0)]
+# No count, amount or threshold of a promotion comes near a trillion; past it the bulk
+# rules' int64 arithmetic (bulk.py) would overflow, so a typo is refused here, with its path.
+MAX_NUMBER = 10**12
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_NUMBER)]
+Positive = Annotated[StrictInt, Field(gt=0, le=MAX_NUMBER)]
+DAY_S, DAY_MIN = 24 * 3600, 24 * 60  # bounds of durations that must fit a date's arithmetic
 ALL_TIERS = (Tier.TEN, Tier.J, Tier.Q, Tier.K, Tier.A)
 
 
@@ -74,13 +78,13 @@ class Exclusions(_Model):
 class Claims(_Model):
     """Presenting, proxies and prize collection, for every draw of the promotion."""
 
-    claim_seconds: Positive = 90
+    claim_seconds: Annotated[Positive, Field(le=DAY_S)] = 90
     identification: list[str] = Field(
         default_factory=lambda: ["SA ID", "driving licence", "valid passport"]
     )
     proxy_forms_open: LocalTime = dt.time(8, 0)
-    proxy_cutoff_minutes: Count = 15
-    prize_letter_days: Positive = 15
+    proxy_cutoff_minutes: Annotated[Count, Field(le=DAY_MIN)] = 15
+    prize_letter_days: Annotated[Positive, Field(le=3660)] = 15  # ten years
 
 
 class Leaderboards(_Model):
@@ -121,14 +125,14 @@ class Window(_Model):
 
 class Qualification(_Model):
     kind: QualificationKind
-    threshold: StrictInt | None = Field(default=None, gt=0)
+    threshold: StrictInt | None = Field(default=None, gt=0, le=MAX_NUMBER)
     sides: list[Side] = Field(default_factory=lambda: list(BOTH_SIDES), min_length=1)
 
 
 class Tickets(_Model):
     """How a qualifier's tickets are counted (see `rules.standing`)."""
 
-    per_points: StrictInt | None = Field(default=None, gt=0)
+    per_points: StrictInt | None = Field(default=None, gt=0, le=MAX_NUMBER)
     per_visit: Count = 0
     base: Count = 0
     app_bonus: Count = 0
@@ -245,14 +249,14 @@ class JackpotTimes(_Model):
     every_minutes: StrictInt | None = Field(default=None, gt=0, le=24 * 60)
     first: LocalTime | None = None
     last: LocalTime | None = None
-    random: StrictInt | None = Field(default=None, gt=0)
+    random: StrictInt | None = Field(default=None, gt=0, le=DAY_MIN)
 
 
 class EmptyPool(_Model):
     """What RAPS does when nobody qualifies at a jackpot time."""
 
-    retry_seconds: Positive = 60
-    retries: Count = 5
+    retry_seconds: Annotated[Positive, Field(le=DAY_S)] = 60
+    retries: Annotated[Count, Field(le=1000)] = 5
     then: EmptyPoolAction = EmptyPoolAction.CARRY_OVER
 
 
@@ -263,8 +267,8 @@ class JackpotSpec(_Model):
     areas: list[Annotated[str, Field(pattern=r"^[a-z0-9_-]{1,32}$")]] = Field(min_length=1)
     min_spend_cents: Count = 10_000
     times: JackpotTimes
-    active_play_minutes: Positive = 5
-    claim_seconds: Positive = 90
+    active_play_minutes: Annotated[Positive, Field(le=DAY_MIN)] = 5
+    claim_seconds: Annotated[Positive, Field(le=DAY_S)] = 90
     decline_register: StrictBool = True
     prize_set: Slug | None = None
     empty_pool: EmptyPool = Field(default_factory=EmptyPool)

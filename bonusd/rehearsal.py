@@ -1,0 +1,310 @@
+"""Campaign rehearsal: a whole promotion on a simulated floor, through MQTT into the daemon.
+
+    prepared = prepare(RehearsalPlan(Path("promotions/golden-horse-mega-points-chase.toml")))
+    summary = await rehearse(prepared, redis_url=..., mqtt_url=...)
+
+How it runs (docs/rehearsal.md has the operator's view):
+
+- The promotion file is read as TOML, changed by `--set` (`promotions.overrides`), left
+  without the draws and sessions dated before the first day, written back as a promotion
+  file, checked like any other and loaded by a real `bonusd.service.Service` under a
+  private key prefix and topic prefix, so nothing else at that Redis or broker is touched.
+- The floor's members and devices go in through the daemon's import; the simulator runs
+  as a child process (`simulators.stepped`) publishing aggregated `play` events over MQTT.
+- Simulated time is the site's shared clock, paused and moved by the rehearsal in
+  lock-step with the daemon (`rehearsal_driver`): at each instant T at which something
+  happens (a scheduled action, a claim deadline, members activating) every event stamped
+  before T is published and committed, the clock jumps to T, the rehearsal waits until
+  the scheduler has run every action up to T and the claim timers every deadline, and
+  people act (`rehearsal_crew`). Time runs as fast as the daemon acknowledges, and no bin,
+  draw, RAPS jackpot or claim ever sees a floor ahead of or behind its own instant.
+- Draw and jackpot seeds and random jackpot times come from the rehearsal seed (stored
+  before the daemon commits them): a rerun with the same options gives the same winners.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import io
+import logging
+import random
+import secrets
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from bonusd.clock import SharedClock
+from bonusd.drawbook import DrawPlan
+from bonusd.errors import BonusdError, ConfigError
+from bonusd.keys import Keys
+from bonusd.promotions import Promotion, PromotionFileError, PromotionProblem, parse_promotion
+from bonusd.promotions.overrides import apply_overrides, restrict_to_dates, to_toml
+from bonusd.promotions.schedule import jackpot_times, schedule
+from bonusd.promotions.timing import local
+from bonusd.registry import Device, Member, parse_text
+from bonusd.rehearsal_crew import Crew, CrewModel
+from bonusd.rehearsal_driver import Commits, Driver, progress_bar
+from bonusd.rehearsal_feed import Feed
+from bonusd.rehearsal_summary import Observer, RunFigures, summarise
+from bonusd.service import Service
+from bonusd.settings import load_settings
+from simulators import (
+    Floor,
+    FloorSpec,
+    build_floor,
+    floor_names,
+    load_floor,
+    write_devices_csv,
+    write_members_csv,
+)
+from simulators.floorfile import FloorFileError
+from simulators.stepped import peak_rss_kb
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RehearsalPlan:
+    """What to rehearse and how (the `bonusd rehearse` options)."""
+
+    promotion_file: Path
+    floor: str | None = None  # a named floor or a floor file; default: the promotion's site
+    first: dt.date | None = None  # default: the promotion's start
+    last: dt.date | None = None  # default: its end
+    seed: int = 42
+    sets: tuple[str, ...] = ()
+    speed: float = 0.0  # most simulated seconds per wall second; 0: as fast as it goes
+    crew: CrewModel = field(default_factory=CrewModel)
+    play_minutes: float = 15.0  # longest aggregated play interval (the contract's maximum)
+    horizon: dt.timedelta = dt.timedelta(hours=6)  # the floor runs at most this far ahead
+    window: int = 20_000  # events published and not yet committed, at most
+    events_log: Path | None = None  # also write the published events here (topic<TAB>json)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A plan checked and resolved: the promotion as rehearsed, the floor, the span."""
+
+    plan: RehearsalPlan
+    promotion: Promotion
+    text: str  # the promotion file as rehearsed
+    left_out: tuple[str, ...]
+    floor_ref: str
+    floor: FloorSpec
+    start: dt.datetime
+    floor_end: dt.datetime
+    settle_end: dt.datetime
+
+
+def prepare(plan: RehearsalPlan) -> Prepared:
+    """Read, change and check the promotion and the floor; `BonusdError` with every problem."""
+    source = plan.promotion_file.name
+    try:
+        raw = tomllib.loads(plan.promotion_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        problem = PromotionProblem(source, "(file)", f"cannot read it as TOML: {exc}")
+        raise PromotionFileError(source, [problem]) from exc
+    label = f"{source} (with --set)" if plan.sets else source
+    raw = apply_overrides(raw, plan.sets, source=label)
+    full = parse_promotion(to_toml(raw), source=label)
+    first, last = plan.first or full.start, plan.last or full.end
+    if not full.start <= first <= last <= full.end:
+        raise ConfigError(
+            f"{source}: rehearse days inside the promotion ({full.start} to {full.end}), "
+            f"first day not after the last; got {first} to {last}"
+        )
+    raw, left_out = restrict_to_dates(raw, first)
+    text = to_toml(raw)
+    promotion = parse_promotion(text, source=label)
+    floor_ref = plan.floor or _floor_of(promotion)
+    try:
+        spec = load_floor(floor_ref)
+    except FloorFileError as exc:
+        raise ConfigError(str(exc)) from exc
+    start = local(promotion, first, promotion.gaming_day_start)
+    floor_end = local(promotion, last + dt.timedelta(days=1), promotion.gaming_day_start)
+    settle_end = floor_end
+    if last >= promotion.end:  # the whole campaign: run on to its last lapse of letters
+        actions = schedule(promotion, rng=random.Random(0))
+        settle_end = max(floor_end, max(a.at for a in actions) + dt.timedelta(minutes=1))
+    return Prepared(
+        plan, promotion, text, tuple(left_out), floor_ref, spec, start, floor_end, settle_end
+    )
+
+
+def _floor_of(promotion: Promotion) -> str:
+    for name in floor_names():
+        if load_floor(name).site == promotion.site:
+            return name
+    raise ConfigError(
+        f"no named floor is site {promotion.site!r}; pass --floor "
+        f"({', '.join(floor_names())} or a floor file)"
+    )
+
+
+def fixed_secrets(keys: Keys, promotion: Promotion, seed: int) -> dict[str, str]:
+    """The draw and jackpot seeds (and the random-times seed) of a rehearsal, from its
+    seed, under the names the desks and the scheduler keep them (`drawdesk`,
+    `jackpotdesk`, `scheduler`); stored with SET NX before the daemon commits any."""
+    names = [f"schedule-seed:{promotion.id}"]
+    for draw in promotion.draw_list:
+        plan = DrawPlan.of(promotion, draw)
+        names += [f"seed:{plan.subject}:{t}:{r}" for t, r in plan.keys]
+    for session in promotion.jackpot_sessions:
+        count = session.times.random or len(jackpot_times(promotion, session))
+        subject = f"{promotion.id}.{session.id}"
+        names += [f"seed:{subject}:raps:{n}" for n in range(1, count + 1)]
+    return {keys.base + name: _derived(seed, name) for name in names}
+
+
+def _derived(seed: int, name: str) -> str:
+    return hashlib.blake2b(f"bonusd-rehearsal/{seed}/{name}".encode(), digest_size=32).hexdigest()
+
+
+async def rehearse(
+    prepared: Prepared,
+    *,
+    redis_url: str,
+    mqtt_url: str,
+    keep: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run the rehearsal and return its summary (JSON-ready); the daemon's keys are
+    deleted afterwards unless `keep` (their prefix is `summary["run"]["key_prefix"]`)."""
+    p, plan = prepared.promotion, prepared.plan
+    prefix = f"rehearsal-{secrets.token_hex(4)}"
+    keys = Keys(prefix, p.site)
+    redis = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    started = time.monotonic()
+    try:
+        memory_before: dict[str, Any] = await redis.info("memory")
+        for name, value in fixed_secrets(keys, p, plan.seed).items():
+            await redis.set(name, value, nx=True)
+        with tempfile.TemporaryDirectory(prefix="bonusd-rehearsal-") as tmp:
+            folder = Path(tmp)
+            (folder / f"{p.id}.toml").write_text(prepared.text, encoding="utf-8")
+            settings = load_settings(
+                redis_url=redis_url,
+                mqtt_url=mqtt_url,
+                site=p.site,
+                key_prefix=prefix,
+                topic_prefix=prefix,
+                mqtt_client_id=f"bonusd-{prefix}",
+                mqtt_session_expiry_s=60,  # the broker forgets this throwaway session
+                clock="shared",
+                timezone=p.timezone,
+                gaming_day_start=p.gaming_day_start,
+                max_future_skew_s=plan.horizon.total_seconds() + 3600,  # see Driver._feed
+                batch_max=2000,
+                mqtt_receive_maximum=5000,
+                promotions=folder,
+                sms_webhook_url="",  # a rehearsal never texts anyone
+            )
+            clock = await SharedClock.connect(
+                redis, SharedClock.site_prefix(prefix, p.site), start=prepared.start,
+                changed_by="rehearsal",
+            )  # fmt: skip
+            await clock.pause()
+            commits = Commits()
+            service = Service(settings, clock=clock, serve_http=False, on_commit=commits.hook)
+            async with service:
+                as_of = prepared.start.astimezone(prepared.floor.zone).date()
+                floor = build_floor(prepared.floor.config, seed=plan.seed, as_of=as_of)
+                devices, members = registry_records(floor)
+                await service.store.import_devices(devices)
+                await service.store.import_members(members)
+                observer = Observer(service, p, prepared.start)
+                crew = Crew(service, p, plan.crew, plan.seed)
+                bar, show = progress_bar(prepared, enabled=progress)
+                feed = await Feed.start(
+                    prepared, promotion_file=folder / f"{p.id}.toml", mqtt_url=mqtt_url,
+                    prefix=prefix,
+                )  # fmt: skip
+                driver = Driver(
+                    service=service, clock=clock, feed=feed, crew=crew, observer=observer,
+                    commits=commits, prepared=prepared, show=show,
+                )  # fmt: skip
+                simulator: dict[str, Any] = {}
+                failure: BonusdError | None = None
+                async with asyncio.TaskGroup() as tg:
+                    tg.create_task(service.run(install_signal_handlers=False), name="daemon")
+                    try:
+                        await _subscribed(service)
+                        if bar is not None:
+                            bar.start()
+                        await driver.run()
+                        simulator = await feed.close()
+                    except BonusdError as exc:  # raised after the group, not inside a group
+                        failure = exc
+                    finally:
+                        if bar is not None:
+                            bar.stop()
+                        await feed.kill()
+                        service.stop()
+                if failure is not None:
+                    raise failure
+                figures = RunFigures(
+                    wall_s=time.monotonic() - started,
+                    stops=driver.stops,
+                    published=driver.published,
+                    simulator=simulator,
+                    daemon_rss_kb=peak_rss_kb(),
+                    memory_before=memory_before,
+                    memory_after=await redis.info("memory"),
+                    key_prefix=prefix,
+                    members=len(members),
+                    devices=len(devices),
+                )
+                summary = await summarise(service, prepared, observer, crew.log, figures)
+                summary["run"]["summary_s"] = round(time.monotonic() - started - figures.wall_s, 1)
+                return summary
+    finally:
+        if not keep:
+            await delete_keys(redis, prefix)
+        await redis.aclose()
+
+
+async def _subscribed(service: Service) -> None:
+    """Wait until the daemon holds its subscription: the broker drops what is published
+    to a topic nobody has subscribed to yet."""
+    give_up = time.monotonic() + 30.0
+    while not service.health.mqtt_connected:
+        if time.monotonic() > give_up:
+            raise BonusdError(
+                f"the daemon could not subscribe at {service.settings.mqtt_url} within 30 s: "
+                f"{service.health.mqtt_error or 'no answer'}"
+            )
+        await asyncio.sleep(0.02)
+
+
+def registry_records(floor: Floor) -> tuple[list[Device], list[Member]]:
+    """The floor's devices and members through the CSV files a casino exports, so the
+    rehearsal exercises the daemon's real import."""
+    devices_csv, members_csv = io.StringIO(), io.StringIO()
+    write_devices_csv(floor, devices_csv)
+    write_members_csv(floor, members_csv)
+    return (
+        parse_text(Device, devices_csv.getvalue(), source="simulated devices.csv"),
+        parse_text(Member, members_csv.getvalue(), source="simulated members.csv"),
+    )
+
+
+async def delete_keys(redis: aioredis.Redis, prefix: str) -> int:
+    """Delete every key of a rehearsal (`{prefix}:*`); returns how many."""
+    gone = 0
+    batch: list[str] = []
+    async for name in redis.scan_iter(match=f"{prefix}:*", count=5000):
+        batch.append(name)
+        if len(batch) >= 5000:
+            gone += await redis.unlink(*batch)
+            batch.clear()
+    if batch:
+        gone += await redis.unlink(*batch)
+    return gone
