@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-desk-summary", action="store_true", help="the desk never opens a draw's summary"
     )
-    parser.add_argument("--key-prefix", default="lt")
-    parser.add_argument("--topic-prefix", default="lt")
+    parser.add_argument("--key-prefix", help="[lt; with --daemon-url: bonusd, its default]")
+    parser.add_argument("--topic-prefix", help="[lt; with --daemon-url: bonusd, its default]")
     args = parser.parse_args(argv)
     # started in the background, a shell leaves SIGINT ignored: let Ctrl-C and kill
     # (SIGTERM) both unwind through the tear-down
@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         mqtt_url=args.mqtt_url,
         daemon_url=args.daemon_url,
         site=args.site,
-        key_prefix=args.key_prefix,
-        topic_prefix=args.topic_prefix,
+        key_prefix=args.key_prefix or ("bonusd" if args.daemon_url else "lt"),
+        topic_prefix=args.topic_prefix or ("bonusd" if args.daemon_url else "lt"),
     )
     summary = run(scn, opts)
     print((opts.out / "summary.md").read_text())

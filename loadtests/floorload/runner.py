@@ -48,6 +48,7 @@ from floorload.services import (
     BareSubscriber,
     Metrics,
     forget_session,
+    open_draw,
     publish_all,
     scrape,
     start_daemon,
@@ -278,8 +279,8 @@ def run(scn: Scenario, opts: Options) -> dict[str, Any]:
         }
         importing = prepare.start_imports(floor, work / "registry", env)
         promotion = prepare.write_promotion(scn.promotion, site.site, work / "promotions")
-        draw = pick_draw(promotion, start.date())
-        seconds = max(opts.run_time_s, opts.baseline_s) * opts.speed + 30
+        promotion_id, draw = promotion.id, pick_draw(promotion, start.date())
+        seconds = (max(opts.run_time_s, opts.baseline_s) + 30) * opts.speed
         stream = prepare.write_stream(
             scn, floor, start, promotion, zone=spec.zone, seconds=seconds,
             folder=work / "slices", shift=shift,
@@ -287,6 +288,8 @@ def run(scn: Scenario, opts: Options) -> dict[str, Any]:
         results["import"] = prepare.wait_imports(importing, work / "registry")
         areas = sorted(scn.signage)
         tokens = asyncio.run(prepare.issue_tokens(redis_url, site.keys, areas, clock_start))
+        if opts.daemon_url:  # its own promotions, not the scenario's copy
+            promotion_id, draw = open_draw(base, tokens.desk) or (promotion.id, draw)
         results["setup_s"] = round(time.monotonic() - t_setup, 1)
         users = users_of(scn)
 
@@ -297,7 +300,7 @@ def run(scn: Scenario, opts: Options) -> dict[str, Any]:
                 key_base=site.keys.base, http_base=base if phase == "full" else "",
                 slices=str(work / "slices"), egm_slices=stream.egm_slices,
                 table_slices=stream.table_slices, users=users, signage_areas=scn.signage,
-                tokens=tokens, promotion=promotion.id, draw=draw,
+                tokens=tokens, promotion=promotion_id, draw=draw,
                 gaming_day=start.date().isoformat(), cards=stream.floor_cards,
                 desk_wait=scn.desk_wait, kiosk_wait=scn.kiosk_wait,
                 screen_hold=scn.screen_hold,

@@ -48,6 +48,18 @@ def wait_healthy(base: str, daemon: subprocess.Popen[bytes] | None, log: Path) -
     raise SystemExit(f"the daemon did not become healthy: see {log}")
 
 
+def open_draw(base: str, token: str) -> tuple[str, str] | None:
+    """A running daemon's (promotion, draw) that takes activations now, else one that is
+    earning, else None: what its kiosks and desk work on."""
+    headers = {"Authorization": f"Bearer {token}"}
+    found: dict[str, tuple[str, str]] = {}
+    for p in httpx.get(f"{base}/promotions", headers=headers, timeout=10).json():
+        detail = httpx.get(f"{base}/promotions/{p['id']}", headers=headers, timeout=10).json()
+        for d in detail["draws"]:
+            found.setdefault(d["state"], (p["id"], d["id"]))
+    return found.get("activation") or found.get("earning")
+
+
 def stop_daemon(daemon: subprocess.Popen[bytes]) -> int:
     daemon.terminate()
     try:
