@@ -185,6 +185,9 @@ def add_rehearse_command(app: typer.Typer, load: Callable[[], Settings]) -> None
             crew=CrewModel(activation, no_show, away, raps_no_show, redeem),
             play_minutes=play_minutes,
             events_log=events_log,
+            # a broker with Mosquitto's defaults drops QoS 1 messages past 1,000 queued for
+            # a subscriber: keep under that unless it is the rehearsal's own (configured)
+            window=20_000 if services == "own" else 900,
         )
         prepared = prepare(plan)
         console = Console(stderr=True)

@@ -233,12 +233,14 @@ async def rehearse(
                 )  # fmt: skip
                 simulator: dict[str, Any] = {}
                 failure: BonusdError | None = None
+                ready = started
                 async with asyncio.TaskGroup() as tg:
                     tg.create_task(service.run(install_signal_handlers=False), name="daemon")
                     try:
                         await _subscribed(service)
                         if bar is not None:
                             bar.start()
+                        ready = time.monotonic()
                         await driver.run()
                         simulator = await feed.close()
                     except BonusdError as exc:  # raised after the group, not inside a group
@@ -252,6 +254,7 @@ async def rehearse(
                     raise failure
                 figures = RunFigures(
                     wall_s=time.monotonic() - started,
+                    setup_s=ready - started,
                     stops=driver.stops,
                     published=driver.published,
                     simulator=simulator,

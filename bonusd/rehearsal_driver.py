@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 DEADLINE_SLACK = dt.timedelta(seconds=1)  # claim timers act strictly after a deadline
 STALL_S = 120.0  # no progress from the daemon this long (wall) is an error
+PACED_HORIZON = dt.timedelta(minutes=15)
 
 
 class Commits:
@@ -73,6 +74,9 @@ class Driver:
         self._next_event: int | None = None
         self._deadlines = service.draws.deadlines
         self._started = time.monotonic()
+        plan = prepared.plan
+        # paced for watching (--speed): the clock follows the floor in small steps
+        self._horizon = plan.horizon if plan.speed <= 0 else min(plan.horizon, PACED_HORIZON)
 
     async def run(self) -> None:
         p = self.prepared
@@ -124,7 +128,7 @@ class Driver:
         marks: list[tuple[int, dt.datetime]] = []  # (published, every event before it sent)
         frontier = self.clock.now()
         while self._next_event is None or 0 <= self._next_event < _ms(until):
-            bound = min(until, self.clock.now() + plan.horizon)
+            bound = min(until, self.clock.now() + self._horizon)
             room = plan.window - (self.published - ingest.committed)
             if frontier >= bound:  # too far ahead of the clock: bring the clock along
                 if not await self._follow(marks):

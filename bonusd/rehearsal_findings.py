@@ -48,6 +48,7 @@ def prizes(p: Promotion, summary: Json) -> Json:
             if w["prize_cents"] is not None:
                 states[w["state"]] += w["prize_cents"]
         cost = sum(states.values())
+        has_values = budget is not None
         draws.append(
             {
                 "draw": d.id,
@@ -55,10 +56,10 @@ def prizes(p: Promotion, summary: Json) -> Json:
                 "winners": row.get("won", 0),
                 "seated": len(row["seats"]),
                 "budget_cents": budget,
-                "cost_cents": cost if budget is not None else None,
-                "redeemed_cents": states["redeemed"],
-                "lapsed_cents": states["lapsed"],
-                "outstanding_cents": states["letter_issued"],
+                "cost_cents": cost if has_values else None,
+                "redeemed_cents": states["redeemed"] if has_values else None,
+                "lapsed_cents": states["lapsed"] if has_values else None,
+                "outstanding_cents": states["letter_issued"] if has_values else None,
             }
         )
     sessions = []

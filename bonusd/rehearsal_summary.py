@@ -19,7 +19,7 @@ import datetime as dt
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from bonusd.audit import Kind
 from bonusd.claims import DrawClaimState
@@ -29,9 +29,13 @@ from bonusd.promotions.schedule import leaderboard_publications
 from bonusd.promotions.schema import Draw, JackpotSession
 from bonusd.promotions.timing import activation_opens_at, bin_closes_at, local, round_instants
 from bonusd.registry import Member
+from bonusd.rehearsal_crew import CrewLog
 from bonusd.rehearsal_findings import never_triggered, prizes
 from bonusd.service import Service
 from bonusd.summaries import DrawSummaries
+
+if TYPE_CHECKING:
+    from bonusd.rehearsal import Prepared
 
 Json = dict[str, Any]
 
@@ -55,7 +59,8 @@ class Observer:
             if w.opens >= start:  # a window already open at the start cannot be split
                 pending += [(w.opens, "opens", w.id), (w.closes, "closes", w.id)]
         for draw in promotion.draw_list:
-            pending += [(at, "board", draw.id) for at in leaderboard_publications(promotion, draw)]
+            boards = leaderboard_publications(promotion, draw)
+            pending += [(at, "board", draw.id) for at in boards if at >= start]
         self._pending = sorted(pending)
         self._opened: dict[str, dict[tuple[str, str], dict[str, str]]] = {}
         self.multipliers: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
@@ -102,6 +107,7 @@ class RunFigures:
     """How the run went, measured by the rehearsal."""
 
     wall_s: float
+    setup_s: float
     stops: int
     published: int
     simulator: Json
@@ -114,11 +120,11 @@ class RunFigures:
 
 
 async def summarise(
-    service: Service, prepared: Any, observer: Observer, crew: Any, figures: RunFigures
+    service: Service, prepared: Prepared, observer: Observer, crew: CrewLog, figures: RunFigures
 ) -> Json:
     """The whole summary of a finished rehearsal (the daemon still holds its keys)."""
-    p: Promotion = prepared.promotion
-    end: dt.datetime = prepared.settle_end
+    p = prepared.promotion
+    end = prepared.settle_end
     summaries = DrawSummaries(service.promotion_store)
     draws = [await _draw(service, summaries, p, d, end=end, crew=crew) for d in p.draw_list]
     sessions = [await _session(service, p, s, end) for s in p.jackpot_sessions]
@@ -143,7 +149,7 @@ async def summarise(
     return out
 
 
-async def _run(service: Service, prepared: Any, f: RunFigures) -> Json:
+async def _run(service: Service, prepared: Prepared, f: RunFigures) -> Json:
     stats = await service.store.stats()
     plan = prepared.plan
     return {
@@ -159,6 +165,7 @@ async def _run(service: Service, prepared: Any, f: RunFigures) -> Json:
         "crew": vars(plan.crew),
         "play_minutes": plan.play_minutes,
         "wall_s": round(f.wall_s, 1),
+        "setup_s": round(f.setup_s, 1),
         "stops": f.stops,
         "events_published": f.published,
         "events_by_type": f.simulator.get("events", {}),
@@ -182,7 +189,7 @@ async def _draw(
     d: Draw,
     *,
     end: dt.datetime,
-    crew: Any,
+    crew: CrewLog,
 ) -> Json:
     store = service.promotion_store
     summary = await summaries.summary(p.id, d.id)

@@ -314,6 +314,7 @@ async def test_a_deadline_at_the_very_instant_of_the_clock_is_the_next_wake(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # about a minute on a quiet machine; the machine is shared
 def test_the_whole_golden_horse_campaign_on_the_ci_floor(
     redis_url: str, broker: LocalMosquitto, tmp_path: Path
 ) -> None:
