@@ -81,6 +81,19 @@ def actor(principal: Principal) -> Actor:
     return Actor(principal.name or principal.token_id, role)
 
 
+def deadline_fields(deadline: dt.datetime | None, now: dt.datetime) -> dict[str, Any]:
+    """A claim's deadline and the seconds left before it, as the pages show them."""
+    return {
+        "deadline": deadline.isoformat() if deadline else None,
+        "seconds_left": max(0.0, (deadline - now).total_seconds()) if deadline else None,
+    }
+
+
+def verified(chain: str, results: dict[Any, Any]) -> bool:
+    """A verification passes when the chain is intact and every recomputed pick agrees."""
+    return bool(results) and all(v.ok for v in results.values()) and chain.startswith("ok")
+
+
 def book_json(book: DrawBook, now: dt.datetime) -> dict[str, Any]:
     rounds = []
     for key, rnd in sorted(book.draw.rounds.items(), key=lambda kv: (kv[0][1], kv[0][0])):
@@ -101,7 +114,6 @@ def book_json(book: DrawBook, now: dt.datetime) -> dict[str, Any]:
     claims = []
     for cid, c in book.claims.items():
         (tombola, number), pick = book.claim_round[cid]
-        deadline = c.deadline_now()
         claims.append(
             {
                 "claim": cid,
@@ -110,8 +122,7 @@ def book_json(book: DrawBook, now: dt.datetime) -> dict[str, Any]:
                 "round": number,
                 "pick": pick,
                 "state": str(c.state),
-                "deadline": deadline.isoformat() if deadline else None,
-                "seconds_left": max(0.0, (deadline - now).total_seconds()) if deadline else None,
+                **deadline_fields(c.deadline_now(), now),
                 "presenter": c.presenter,
                 "prize": c.prize.label if c.prize else None,
                 "letter": c.letter.number if c.letter else None,
@@ -275,7 +286,7 @@ def add_draw_routes(app: FastAPI, ctx: ApiContext, guard: Any, desk: DrawDesk) -
         return {
             "draw": subject_of(promotion, draw),
             "chain": chain,
-            "ok": bool(rounds) and all(v.ok for v in rounds.values()) and chain.startswith("ok"),
+            "ok": verified(chain, rounds),
             "rounds": [
                 {"tombola": k[0], "round": k[1], "ok": v.ok, "result": str(v)}
                 for k, v in sorted(rounds.items())

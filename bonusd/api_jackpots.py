@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import FastAPI, Path, Query, Response
 from pydantic import BaseModel, Field
 
-from bonusd.api_draws import actor
+from bonusd.api_draws import CLAIM, ID, actor, deadline_fields, verified
 from bonusd.auth import Principal, Role
 from bonusd.rapsbook import RapsBook
 
@@ -19,9 +19,7 @@ if TYPE_CHECKING:
     from bonusd.api import ApiContext
     from bonusd.jackpotdesk import JackpotDesk
 
-ID = Path(pattern=r"^[a-z0-9][a-z0-9-]{0,79}$")
 NUMBER = Path(ge=1, le=1000)
-CLAIM = Path(ge=1, le=100_000)
 # claim action -> (path segment, roles)
 RAPS_ACTIONS = {
     "crew_arrived": ("at-device", (Role.CREW,)),
@@ -43,7 +41,6 @@ class DeclineIn(BaseModel):
 def session_json(book: RapsBook, now: dt.datetime) -> dict[str, Any]:
     claims = []
     for cid, c in book.claims.items():
-        deadline = c.deadline_now()
         claims.append(
             {
                 "claim": cid,
@@ -54,8 +51,7 @@ def session_json(book: RapsBook, now: dt.datetime) -> dict[str, Any]:
                 "bank": c.bank,
                 "state": str(c.state),
                 "won": c.won,
-                "deadline": deadline.isoformat() if deadline else None,
-                "seconds_left": max(0.0, (deadline - now).total_seconds()) if deadline else None,
+                **deadline_fields(c.deadline_now(), now),
             }
         )
     return {
@@ -107,7 +103,7 @@ def add_jackpot_routes(app: FastAPI, ctx: ApiContext, guard: Any, desk: JackpotD
         chain, rounds = await desk.verify(f"{promotion}.{session}.j{number}")
         return {
             "chain": chain,
-            "ok": bool(rounds) and all(v.ok for v in rounds.values()) and chain.startswith("ok"),
+            "ok": verified(chain, rounds),
             "attempts": [{"attempt": k[1], "result": str(v)} for k, v in sorted(rounds.items())],
         }
 
