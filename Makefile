@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push load clean
+.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push bench-scale load soak clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -62,12 +62,24 @@ bench-draws: services
 bench-push: services
 	@$(PY) loadtests/bench_push.py $(BENCH_ARGS)
 
+## 1, 2 and 3 daemons in one shared-subscription group against one Redis, beside a bare
+## consumer group (docs/scaling.md); BENCH_ARGS="--redis-cluster" for a local cluster.
+bench-scale: setup
+	@scripts/ensure-services.sh --with-test-tools
+	@$(PY) loadtests/bench_scale.py $(BENCH_ARGS)
+
 ## A named locust scenario, headless and bounded (docs/loadtests.md): own daemon, site and
 ## broker; the report (HTML, CSV, summary) in .run/loadtests/$(SCENARIO) unless --out.
 SCENARIO ?= saturday-20h
 load: setup
 	@scripts/ensure-services.sh --with-test-tools
 	@$(PY) loadtests/run_scenario.py $(SCENARIO) $(LOAD_ARGS)
+
+## Soak: 30 minutes of the 10,000-EGM Saturday-night floor, a draw every 5 minutes; daemon
+## RSS, Redis growth by key family and log errors checked (docs/loadtests.md, "Soak").
+soak: setup
+	@scripts/ensure-services.sh --with-test-tools
+	@$(PY) loadtests/soak.py $(SOAK_ARGS)
 
 clean:
 	@scripts/ensure-services.sh stop || true

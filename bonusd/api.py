@@ -30,12 +30,14 @@ from bonusd.drawbook import LedgerError
 from bonusd.drawdesk import DrawDesk
 from bonusd.draws import DrawError
 from bonusd.errors import ImportFileError, NotFoundError
+from bonusd.floorview import ActiveFloor
 from bonusd.health import Health
 from bonusd.jackpotdesk import JackpotDesk
 from bonusd.metrics import Metrics
 from bonusd.pages import add_page_routes
 from bonusd.push import PushHub
 from bonusd.raps import RapsError
+from bonusd.ratelimit import document_throttling
 from bonusd.registry import Device, Member, parse_text
 from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
@@ -73,6 +75,8 @@ class HealthOut(BaseModel):
     pending_messages: int
     clock: dt.datetime
     gaming_day: dt.date
+    role: Literal["leader", "standby"]  # docs/leader.md
+    leader_token: int | None  # the fencing token while this daemon leads
 
 
 class ActiveOut(BaseModel):
@@ -148,12 +152,15 @@ def guard(ctx: ApiContext, *roles: Role) -> Any:
     allowed = frozenset({*roles, Role.ADMIN})
 
     async def dependency(
+        request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> Principal:
         need = " or ".join(sorted(r.value for r in allowed))
         if credentials is None:
             raise AuthError(401, f"a bearer token is required (role {need})")
-        principal = await ctx.tokens.check(credentials.credentials, ctx.clock.now())
+        client = request.client.host if request.client else ""  # failed checks are counted
+        now = ctx.clock.now()
+        principal = await ctx.tokens.check(credentials.credentials, now, client=client)
         authorize(principal, allowed)
         return principal
 
@@ -177,8 +184,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
 
     @app.exception_handler(AuthError)
     async def _auth(_: Request, exc: AuthError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=headers)
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(DrawError)
     @app.exception_handler(ClaimError)
@@ -196,6 +202,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=500)
 
     floor_readers = guard(ctx, Role.CREW, Role.DESK)
+    active_floor = ActiveFloor(ctx.store.redis, ctx.store.keys)
     desk_only = guard(ctx, Role.DESK)
     admin_only = guard(ctx, Role.ADMIN)
 
@@ -219,6 +226,8 @@ def create_app(ctx: ApiContext) -> FastAPI:
             pending_messages=h.pending,
             clock=now,
             gaming_day=ctx.calendar.gaming_day(now),
+            role=h.role,
+            leader_token=h.leader_token,
         )
 
     @app.get("/metrics", tags=["operations"], response_class=Response)
@@ -234,8 +243,14 @@ def create_app(ctx: ApiContext) -> FastAPI:
     async def active(
         area: Annotated[str | None, Query(pattern=r"^[a-z0-9_-]{1,32}$")] = None,
         kind: Literal["egm", "table"] | None = None,
-    ) -> list[dict[str, Any]]:
-        return await ctx.store.active(area=area, kind=kind)
+        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+        cursor: Annotated[str, Query(pattern=r"^[A-Za-z0-9-]{0,32}$")] = "",
+    ) -> Response:
+        """Who is active now, in card order. With `limit`, one page: the header
+        `X-Next-Cursor` (absent on the last page) is the `cursor` of the next one."""
+        page = await active_floor.page(area=area, kind=kind, limit=limit or 0, cursor=cursor)
+        headers = {"X-Next-Cursor": page.next_cursor} if page.next_cursor else None
+        return Response(page.body, media_type="application/json", headers=headers)
 
     @app.get(
         "/members/{card}", response_model=MemberOut, tags=["members"], dependencies=[desk_only]
@@ -301,4 +316,5 @@ def create_app(ctx: ApiContext) -> FastAPI:
     ) -> list[dict[str, str]]:
         return await ctx.store.deadletters(count)
 
+    document_throttling(app)  # 429 in the schema of every guarded route
     return app

@@ -13,9 +13,10 @@ from pydantic import BaseModel
 
 from bonusd.audit import Kind
 from bonusd.auth import Principal, Role
-from bonusd.errors import NotFoundError
+from bonusd.errors import NotFoundError, ServiceUnavailableError
 from bonusd.promotions import Channel, PromotionFileError, Side, Standing
 from bonusd.promotions.timing import earning_window
+from bonusd.ratelimit import TOO_MANY
 from bonusd.standings import ActivationRefused
 
 if TYPE_CHECKING:
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 ID = Path(pattern=r"^[a-z0-9][a-z0-9-]{0,79}$")
 CARD = Path(pattern=r"^[A-Za-z0-9-]{1,32}$")
+# the desk page retries a summary Redis could not serve after this many seconds
+SUMMARY_RETRY_AFTER_S = 5
 
 
 class View(StrEnum):
@@ -120,11 +123,15 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
     @app.get("/promotions/{promotion}/draws/{draw}/summary", tags=tags, dependencies=[desk])
     async def summary(promotion: Annotated[str, ID], draw: Annotated[str, ID]) -> dict[str, Any]:
         """The whole draw at a glance: members with play, eligible, qualified, activated,
-        tickets and entries, per tombola and per tier."""
+        tickets and entries, per tombola and per tier. 503 with Retry-After when Redis
+        timed out or could not be reached while reading it."""
         try:
             return await ctx.summaries.summary(promotion, draw)
         except NotFoundError as exc:
             raise nf(exc) from exc
+        except ServiceUnavailableError as exc:
+            retry = {"Retry-After": str(SUMMARY_RETRY_AFTER_S)}
+            raise HTTPException(503, str(exc), headers=retry) from exc
 
     @app.get("/promotions/{promotion}", tags=tags, dependencies=[anyone])
     async def promotion(promotion: Annotated[str, ID]) -> dict[str, Any]:
@@ -223,19 +230,38 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
             ],
         }
 
+    kiosk = guard(ctx, Role.KIOSK)
+
     @app.post(
         "/promotions/{promotion}/draws/{draw}/activations",
         tags=tags,
         response_model=ActivationOut,
-        dependencies=[guard(ctx, Role.KIOSK)],
+        responses=TOO_MANY,
     )
     async def activate(
-        promotion: Annotated[str, ID], draw: Annotated[str, ID], body: ActivationIn
+        promotion: Annotated[str, ID],
+        draw: Annotated[str, ID],
+        body: ActivationIn,
+        principal: Principal = kiosk,
     ) -> ActivationOut:
         """Activate a member's entries (eHost kiosk print, or app registration while the
-        member is active on the floor), until the entry bin closes."""
+        member is active on the floor), until the entry bin closes. Rate limited per card
+        and per kiosk token (429 with Retry-After)."""
+        now = ctx.clock.now()
+        limits = ctx.tokens.limiter.limits
+        over = await ctx.tokens.limiter.admit(
+            [
+                ("activations", f"card {body.card[:32]}", limits.activations_per_card),
+                ("activations", f"token {principal.token_id}", limits.activations_per_token),
+            ],
+            now,
+        )
+        if over is not None:
+            raise HTTPException(
+                429, over.message(), headers={"Retry-After": str(over.retry_after_s)}
+            )
         try:
-            done = await store.activate(promotion, draw, body.card, body.channel, ctx.clock.now())
+            done = await store.activate(promotion, draw, body.card, body.channel, now)
         except NotFoundError as exc:
             raise nf(exc) from exc
         except ActivationRefused as exc:

@@ -176,7 +176,9 @@ class Connection:
                     return
                 hello = parse_hello(_json_object(message))
             async with self.gate:  # a wall of screens reconnecting at once queues here
-                principal = await self.ctx.tokens.check(hello.token, self.ctx.clock.now())
+                client = self.ws.client.host if self.ws.client else ""  # failures counted
+                now = self.ctx.clock.now()
+                principal = await self.ctx.tokens.check(hello.token, now, client=client)
                 area = stream_area(principal, self.ws, self.ctx.site, signage=self.signage)
                 sub = await self.hub.subscribe(area, hello.resume)
         except AuthError as exc:

@@ -105,10 +105,12 @@ class AuditStore:
                         rows = [r.to_json() for r in out]
                         pipe.rpush(self._list, *rows)
                         pipe.rpush(ledger, *rows)
-                        pipe.publish(self._notify, subject)
                     if extra is not None:
                         extra(pipe)
                     await pipe.execute()
+                    # after EXEC, not inside it: Redis Cluster refuses PUBLISH in a MULTI
+                    if out:
+                        await self._redis.publish(self._notify, subject)
                     return out
                 except redis.exceptions.WatchError:
                     logger.debug("audit commit raced; retrying on the new head")
@@ -125,8 +127,8 @@ class AuditStore:
                     rec = next_record(last, at=at, actor=actor, kind=kind, payload=payload)
                     pipe.multi()  # type: ignore[no-untyped-call]
                     pipe.rpush(self._list, rec.to_json())
-                    pipe.publish(self._notify, kind.value)
                     await pipe.execute()
+                    await self._redis.publish(self._notify, kind.value)  # after EXEC: cluster
                     return rec
                 except redis.exceptions.WatchError:
                     # another writer appended first: a normal race, build on its record

@@ -6,11 +6,19 @@ seconds), written in the same transaction as the step that set it. This task wai
 the daemon's clock until the earliest one (or until a step changes the index), then
 asks the owner of that subject to run whatever is due (a no-show, a reselection, a
 lapsed letter). A restarted daemon finds the same deadlines and keeps them.
+
+Only the site's leader runs the timers. A desk step taken on another daemon changes
+the index without poking this task, so it also listens to the audit trail's channel
+(`{base}notify`, published after every commit) and looks again on each message. With a
+`Fence`, the leader checks it still holds the lease before acting; the steps themselves
+are ledger commits against the ledger's length, so two daemons acting on one claim at
+once (an old leader that lost its lease mid-step) still record it once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,6 +29,7 @@ from redis.asyncio import Redis
 from bonusd.backoff import Backoff, pause
 from bonusd.clock import Clock, sleep_until_or_stop
 from bonusd.errors import BonusdError
+from bonusd.leader import Fence, FencedOut
 from bonusd.store import REDIS_ERRORS
 
 logger = logging.getLogger(__name__)
@@ -35,10 +44,18 @@ class ClaimTimers:
     """Owns the wait for the next claim deadline of the site."""
 
     def __init__(
-        self, *, redis: Redis, key: str, clock: Clock, owners: Mapping[str, RunDue]
+        self,
+        *,
+        redis: Redis,
+        key: str,
+        clock: Clock,
+        owners: Mapping[str, RunDue],
+        fence: Fence | None = None,
+        channel: str | None = None,
     ) -> None:
         self._redis, self._key, self._clock = redis, key, clock
         self._owners = dict(owners)
+        self._fence, self._channel = fence, channel
         self.changed = asyncio.Event()
         self.fired = 0
 
@@ -47,11 +64,46 @@ class ClaimTimers:
         self.changed.set()
 
     async def run(self, stop: asyncio.Event) -> None:
+        if self._channel is None:
+            await self._run(stop)
+            return
+        done = asyncio.Event()  # the listener ends with the timers (also when fenced out)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._listen(self._channel, done), name="claim-timers-listen")
+            try:
+                await self._run(stop)
+            finally:
+                done.set()
+
+    async def _listen(self, channel: str, stop: asyncio.Event) -> None:
+        """Look again whenever a step was committed, on whichever daemon."""
+        backoff = Backoff()
+        while not stop.is_set():
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(channel)
+                backoff.reset()
+                self.changed.set()  # whatever was committed while we were not listening
+                while not stop.is_set():
+                    if await pubsub.get_message(timeout=1.0) is not None:
+                        self.changed.set()
+            except REDIS_ERRORS as exc:
+                logger.warning("claim timers: notification channel lost (%s)", exc)
+                if await pause(stop, backoff.next_delay()):
+                    return
+            finally:
+                with contextlib.suppress(*REDIS_ERRORS):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _run(self, stop: asyncio.Event) -> None:
         backoff = Backoff()
         while not stop.is_set():
             self.changed.clear()
             try:
                 wake = await self._tick()
+            except FencedOut as exc:
+                logger.error("claim timers stop: %s", exc)
+                return
             except REDIS_ERRORS as exc:
                 logger.warning("claim timers wait for Redis (%s)", exc)
                 if await pause(stop, backoff.next_delay()):
@@ -68,6 +120,8 @@ class ClaimTimers:
             list[tuple[str, float]],
             await self._redis.zrangebyscore(self._key, "-inf", now.timestamp(), withscores=True),
         )
+        if rows and self._fence is not None:
+            await self._fence.check()
         for member, _ in rows:
             owner, _, subject = member.partition(":")
             run_due = self._owners.get(owner)

@@ -16,9 +16,11 @@ from rich.table import Table
 
 from bonusd.audit import AuditRecord, to_jsonl, verify_chain
 from bonusd.audit_store import AuditStore
+from bonusd.auditarchive import AuditArchive
 from bonusd.auth import IssuedToken, Role, TokenStore
 from bonusd.cli_clock import add_clock_commands, settings_clock
-from bonusd.cli_draws import add_draw_commands, live, write_pools
+from bonusd.cli_draws import add_draw_commands, live, live_floors, write_pools
+from bonusd.cli_floor import add_floor_commands, import_with_progress
 from bonusd.cli_rehearse import add_rehearse_command
 from bonusd.clock import Clock
 from bonusd.demo import DemoOptions
@@ -26,6 +28,7 @@ from bonusd.demo import main as run_demo
 from bonusd.errors import BonusdError
 from bonusd.keys import Keys
 from bonusd.promotions.cli import app as promotions_app
+from bonusd.redisclient import redis_client
 from bonusd.registry import Device, Member, read_file
 from bonusd.service import Service
 from bonusd.settings import Settings, load_settings
@@ -57,7 +60,7 @@ def _settings() -> Settings:
 
 
 def _store(settings: Settings) -> tuple[aioredis.Redis, FloorStore]:
-    r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+    r = redis_client(settings)
     store = FloorStore(
         r,
         Keys(settings.key_prefix, settings.site),
@@ -104,14 +107,15 @@ def demo(
 
 @members_app.command("import")
 def import_members(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)]) -> None:
-    """Create or update members from a CSV or JSON file (all rows valid, or none written)."""
+    """Create or update members from a CSV or JSON file (all rows valid, or none written;
+    then written in atomic batches: an interrupted import can simply be run again)."""
     settings = _settings()
     records = read_file(Member, file)
 
     async def write() -> int:
         r, store = _store(settings)
         try:
-            return await store.import_members(records)
+            return await import_with_progress(store, records)
         finally:
             await r.aclose()
 
@@ -178,7 +182,7 @@ def schemas(
 
 
 async def _token_store(settings: Settings) -> tuple[aioredis.Redis, TokenStore, Clock]:
-    r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+    r = redis_client(settings)
     clock = await settings_clock(settings, r)  # tokens expire on the daemon's clock
     return r, TokenStore(r, Keys(settings.key_prefix, settings.site)), clock
 
@@ -256,7 +260,7 @@ def tokens_revoke(
 
 
 async def _audit_records(settings: Settings) -> list[AuditRecord]:
-    r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+    r = redis_client(settings)
     try:
         return await AuditStore(r, Keys(settings.key_prefix, settings.site)).records()
     finally:
@@ -264,8 +268,19 @@ async def _audit_records(settings: Settings) -> list[AuditRecord]:
 
 
 @audit_app.command("verify")
-def audit_verify() -> None:
+def audit_verify(
+    archive: Annotated[
+        Path | None,
+        typer.Option(file_okay=False, help="Check this audit archive folder instead of Redis."),
+    ] = None,
+) -> None:
     """Check every link of the site's audit chain; name the first broken one (exit 1)."""
+    if archive is not None:  # the retention archive's month files (docs/retention.md)
+        result = AuditArchive(archive).verify()
+        typer.echo(f"{archive}: {result}")
+        if not result.ok:
+            raise typer.Exit(1)
+        return
     settings = _settings()
     check = verify_chain(asyncio.run(_audit_records(settings)))
     typer.echo(f"site {settings.site}: {check}")
@@ -287,10 +302,12 @@ def audit_export(
     file.write_text(to_jsonl(records), encoding="utf-8")
     typer.echo(f"wrote {len(records)} audit record(s) of site {settings.site} to {file}")
     if pools is not None:
-        typer.echo(f"wrote {write_pools(pool_files, pools)} pool file(s) to {pools}")
+        floors = asyncio.run(live_floors(settings, records))  # RAPS floor snapshots
+        typer.echo(f"wrote {write_pools(pool_files, pools, floors)} pool file(s) to {pools}")
 
 
 add_draw_commands(app, _settings)
+add_floor_commands(app, _settings, _store)
 add_clock_commands(app, _settings)
 add_rehearse_command(app, _settings)
 

@@ -20,6 +20,7 @@ import typer
 from bonusd.clock import Clock, SharedClock, clock_from
 from bonusd.clockstate import ClockState, instant_of
 from bonusd.errors import ClockError
+from bonusd.redisclient import redis_client
 from bonusd.settings import Settings
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
@@ -87,7 +88,7 @@ def add_clock_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
         cfg = settings()
 
         async def main() -> str:
-            r = aioredis.Redis.from_url(cfg.redis_url, decode_responses=True)
+            r = redis_client(cfg)
             try:
                 clock = SharedClock(r, prefix_of(cfg), changed_by="cli")
                 await clock.open_existing()

@@ -48,6 +48,7 @@ from bonusd.errors import BonusdError
 from bonusd.ingest import MqttTarget
 from bonusd.keys import Keys
 from bonusd.promotions import Action, Promotion, TimedAction, load_promotions
+from bonusd.redisclient import redis_client
 from bonusd.registry import Device, Member, parse_text
 from bonusd.scheduler import promotion_timetable
 from bonusd.service import Service
@@ -145,7 +146,7 @@ class Demo:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.stop)
-        admin = aioredis.Redis.from_url(self.settings.redis_url, decode_responses=True)
+        admin = redis_client(self.settings)
         try:
             try:
                 deleted = await self._start_over(admin)

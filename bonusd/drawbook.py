@@ -9,48 +9,67 @@ the seed and pool, stops the replay with a `LedgerError` instead of being believ
 Commands (`commit_round`, `seat`, `freeze_round`, `run_round`, `accept_ticket`,
 `claim`, `register_proxy`, `load_prizes`, `reveal_seeds`) change the book and return
 the `Entry`s to commit; the caller commits them atomically against the ledger length it
-read and throws the book away if that fails. Pure: no I/O, no clock.
+read and throws the book away if that fails. Pure: no I/O, no clock. The claim side
+(claims, proxies, letters, timers) is `bonusd.drawclaims`, the plan `bonusd.drawplan`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
 from typing import Any
 
 from bonusd.audit import (
     AuditRecord,
     Json,
     Kind,
-    claim_payload,
     commitment_payload,
     manual_pick_payload,
     pick_payload,
     pool_payload,
     round_ref,
     seed_payload,
-    utc_text,
 )
 from bonusd.audit_store import Entry
 from bonusd.claims import (
     Actor,
-    ClaimError,
     DrawClaim,
     DrawClaimState,
     LetterBook,
     Prize,
     ProxyRegister,
-    Role,
+)
+from bonusd.drawclaims import ClaimSteps
+from bonusd.drawplan import (
+    SCHEDULER,
+    DrawPlan,
+    PoolFiles,
+    RoundPlan,
+    actor_text,
+    parse_actor,
+    parse_time,
+    subject_of,
 )
 from bonusd.draws import Draw, DrawError, RevealSet, RoundKey
 from bonusd.errors import BonusdError
 from bonusd.fairness import Pool, commit_seed
-from bonusd.promotions.schema import Draw as DrawSpec
-from bonusd.promotions.schema import Promotion
-from bonusd.promotions.timing import prize_letters_lapse_at, round_instants
 
-SCHEDULER = Actor("scheduler", Role.SYSTEM)
+# the plan and the ledger's text forms live in `bonusd.drawplan`; importable from here too
+__all__ = [
+    "SCHEDULER",
+    "SETTLED",
+    "ClaimSteps",
+    "DrawBook",
+    "DrawPlan",
+    "LedgerError",
+    "PoolFiles",
+    "RoundPlan",
+    "actor_text",
+    "parse_actor",
+    "parse_time",
+    "subject_of",
+]
+
 SETTLED = frozenset(
     {
         DrawClaimState.REVEAL_PICKED,
@@ -67,90 +86,7 @@ class LedgerError(BonusdError):
     Stop, export the audit trail (`bonusd audit export`) and call the compliance officer."""
 
 
-def actor_text(actor: Actor) -> str:
-    return f"{actor.name} ({actor.role.value})"
-
-
-def parse_actor(text: str) -> Actor:
-    name, _, role = text.rpartition(" (")
-    return Actor(name, Role(role.rstrip(")")))
-
-
-def parse_time(text: str) -> dt.datetime:
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
-
-
-def subject_of(promotion_id: str, draw_id: str) -> str:
-    """The draw's id in the audit trail and ledger: `promotion.draw`."""
-    return f"{promotion_id}.{draw_id}"
-
-
-@dataclass(frozen=True)
-class RoundPlan:
-    number: int
-    at: dt.datetime
-    winners: dict[str, int]  # tombola -> winners
-    prizes: tuple[Prize, ...]  # from the promotion file; empty: the desk loads them
-
-
-@dataclass(frozen=True)
-class DrawPlan:
-    """What the promotion file says about one draw, in the terms the book needs."""
-
-    subject: str
-    promotion_id: str
-    draw_id: str
-    name: str
-    manual: bool
-    rounds: tuple[RoundPlan, ...]
-    claim_time: dt.timedelta
-    proxies_open: dt.datetime
-    proxy_cutoff: dt.timedelta
-    letters_lapse: dt.datetime
-    per_board: int
-
-    @classmethod
-    def of(cls, promotion: Promotion, draw: DrawSpec) -> DrawPlan:
-        rounds = []
-        for number, (spec, at) in enumerate(
-            zip(draw.rounds, round_instants(promotion, draw), strict=True), 1
-        ):
-            name = spec.prize_set or draw.prize_set
-            values = promotion.prize_sets[name].values_cents if name else []
-            prizes = tuple(Prize(f"{name} {i}", v) for i, v in enumerate(values, 1))
-            winners = {t.value: n for t, n in spec.winners.items()}
-            rounds.append(RoundPlan(number, at, winners, prizes))
-        first = rounds[0].at
-        opens = dt.datetime.combine(draw.date, promotion.claims.proxy_forms_open, promotion.zone)
-        return cls(
-            subject=subject_of(promotion.id, draw.id),
-            promotion_id=promotion.id,
-            draw_id=draw.id,
-            name=draw.name,
-            manual=draw.mode.value == "manual",
-            rounds=tuple(rounds),
-            claim_time=dt.timedelta(seconds=promotion.claims.claim_seconds),
-            proxies_open=min(opens, first - dt.timedelta(minutes=1)),
-            proxy_cutoff=dt.timedelta(minutes=promotion.claims.proxy_cutoff_minutes),
-            letters_lapse=prize_letters_lapse_at(promotion, draw),
-            per_board=draw.seats.per_board if draw.seats else 1,
-        )
-
-    def round(self, number: int) -> RoundPlan:
-        if not 1 <= number <= len(self.rounds):
-            raise DrawError(f"draw {self.subject} has rounds 1 to {len(self.rounds)}, not {number}")
-        return self.rounds[number - 1]
-
-    @property
-    def keys(self) -> list[RoundKey]:
-        return [(t, r.number) for r in self.rounds for t in r.winners]
-
-
-PoolFiles = Callable[[str], Pool]
-"""Pool commitment -> the archived pool."""
-
-
-class DrawBook:
+class DrawBook(ClaimSteps):
     """The state of one draw: rounds, picks, claims, proxies, reveals and letters."""
 
     def __init__(self, plan: DrawPlan) -> None:
@@ -281,81 +217,6 @@ class DrawBook:
         pick = self.draw.accept_ticket(*key, number, printed_pool=printed)
         return manual_pick_payload(self.subject, key, pick)
 
-    def _create(
-        self,
-        key: RoundKey,
-        pick: int,
-        card: str,
-        *,
-        at: dt.datetime,
-        actor: Actor,
-        deadline: dt.datetime,
-    ) -> dict[str, Json]:
-        claim_id = len(self.claims) + 1
-        claim = DrawClaim(
-            claim_id,
-            draw_id=self.subject,
-            card=card,
-            announced_at=at,
-            actor=actor,
-            draw_at=self.plan.rounds[0].at,
-            claim_time=deadline - at,
-        )
-        self.claims[claim_id] = claim
-        self.claim_round[claim_id] = (key, pick)
-        move = claim.history[0]
-        detail = {"tombola": key[0], "round": str(key[1]), "pick": str(pick)}
-        detail["deadline"] = utc_text(deadline)
-        return claim_payload(self.subject, card, replace(move, detail=detail))
-
-    def _move(
-        self, claim_id: int, action: str, actor: Actor, at: dt.datetime, **args: Any
-    ) -> dict[str, Json]:
-        claim = self.claim(claim_id)
-        if action == "present":
-            move = claim.present(actor, at, proxy_id=args.get("proxy_id"), proxies=self.proxies)
-        elif action == "verify":
-            move = claim.verify(actor, at, id_ok=True, receipt_ok=True)
-        elif action == "pick_reveal":
-            key = self.claim_round[claim_id][0]
-            if key not in self.reveal_sets:
-                raise ClaimError(
-                    f"{claim.subject}: no prizes are loaded for {key[0]} round {key[1]}; "
-                    "the desk loads them first"
-                )
-            move = claim.pick_reveal(actor, at, self.reveal_sets[key], args["reveal"])
-        elif action == "issue_letter":
-            claim.issue_letter(actor, at, self.letters)
-            move = claim.history[-1]
-        elif action in ("no_show", "redeem", "lapse"):
-            move = getattr(claim, action)(actor, at)
-        else:
-            raise ClaimError(f"{claim.subject}: there is no claim action {action!r}")
-        return claim_payload(self.subject, claim.card, move)
-
-    def _letter(self, claim_id: int) -> dict[str, Json]:
-        claim = self.claim(claim_id)
-        letter = claim.letter
-        if letter is None:
-            raise ClaimError(f"{claim.subject} has no prize letter")
-        return {
-            "draw_id": self.subject,
-            "claim": claim.subject,
-            "number": letter.number,
-            "winner": letter.winner,
-            "presenter": claim.presenter or claim.card,
-            "prize": letter.prize.label,
-            "value_cents": letter.prize.value_cents,
-            "issued_at": utc_text(letter.issued_at),
-            "expires_at": utc_text(letter.expires_at),
-        }
-
-    def _proxy(
-        self, card: str, proxy_id: str, name: str, actor: Actor, at: dt.datetime
-    ) -> dict[str, Json]:
-        self.proxies.register(card, proxy_id, actor, at, name=name)
-        return {"draw_id": self.subject, "card": card, "proxy_id": proxy_id, "name": name}
-
     def _reveal(self, key: RoundKey) -> dict[str, Json]:
         if key in self.revealed:
             raise DrawError(f"draw {self.subject}: {key[0]} round {key[1]} seed already revealed")
@@ -366,12 +227,6 @@ class DrawBook:
     def _entry(self, kind: Kind, payload: dict[str, Json], actor: Actor, at: dt.datetime) -> Entry:
         self.version += 1
         return Entry(at, actor_text(actor), kind, payload)
-
-    def claim(self, claim_id: int) -> DrawClaim:
-        try:
-            return self.claims[claim_id]
-        except KeyError:
-            raise ClaimError(f"draw {self.subject} has no claim {claim_id}") from None
 
     def commit_round(self, key: RoundKey, seed: bytes, at: dt.datetime) -> list[Entry]:
         """Open a round with its (stored) seed and record the seed commitment; `late` when
@@ -510,18 +365,3 @@ class DrawBook:
             for key in self.plan.keys
             if key in self.draw.rounds and key not in self.revealed and self.settled(key)
         ]
-
-    # -- timers ---------------------------------------------------------------------------
-    def next_deadline(self) -> dt.datetime | None:
-        deadlines = [t.deadline for c in self.claims.values() for t in c.timers()]
-        return min(deadlines, default=None)
-
-    def due(self, now: dt.datetime) -> list[tuple[int, str]]:
-        """(claim id, action) of every expired timer, oldest first."""
-        found = [
-            (t.deadline, cid, t.action)
-            for cid, c in self.claims.items()
-            for t in c.timers()
-            if t.deadline < now
-        ]
-        return [(cid, action) for _, cid, action in sorted(found)]

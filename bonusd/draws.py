@@ -19,59 +19,51 @@ Every method takes plain data and returns records for the audit log; nothing her
 from __future__ import annotations
 
 import secrets
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bonusd.claims import Prize, RevealError
-from bonusd.errors import BonusdError
+from bonusd.drawtypes import (
+    ALREADY,
+    EXCLUDED,
+    SEATED,
+    DrawError,
+    ManualPick,
+    ManualTicketError,
+    RoundKey,
+    Seat,
+)
+from bonusd.drawverify import RoundRecord, verify_draw
 from bonusd.fairness import (
-    Mismatch,
     Pick,
     Picker,
     Pool,
     SeedSource,
     SkipReason,
-    Verification,
     commit_seed,
     new_seed,
     sha256_hex,
     shuffle,
-    verify,
 )
 
-
-class DrawError(BonusdError):
-    """A draw step was refused; the message says why and what to do instead."""
-
-
-class ManualTicketError(DrawError):
-    """A hand-drawn ticket number was refused; draw another ticket."""
-
-    def __init__(self, draw_id: str, tombola: str, number: int, problem: str) -> None:
-        self.draw_id, self.tombola, self.number, self.problem = draw_id, tombola, number, problem
-        super().__init__(f"draw {draw_id}, {tombola} tombola: ticket {number} {problem}")
-
-
-ALREADY, EXCLUDED, SEATED = SkipReason.ALREADY_PICKED, SkipReason.EXCLUDED, SkipReason.SEATED
-RoundKey = tuple[str, int]
-"""(tombola, round number)."""
-
-
-@dataclass(frozen=True)
-class Seat:
-    """An automatic seat: the number one of a leaderboard (e.g. "slots", "tables")."""
-
-    card: str
-    board: str
-
-
-@dataclass(frozen=True)
-class ManualPick:
-    """A hand-drawn ticket accepted for a manual round."""
-
-    number: int
-    ticket_number: int
-    card: str
+# the shared vocabulary is in `bonusd.drawtypes`, the auditor's check in `bonusd.drawverify`;
+# both are importable from here too
+__all__ = [
+    "ALREADY",
+    "EXCLUDED",
+    "SEATED",
+    "Draw",
+    "DrawError",
+    "ManualPick",
+    "ManualTicketError",
+    "RevealSet",
+    "Round",
+    "RoundKey",
+    "RoundRecord",
+    "Seat",
+    "TicketList",
+    "verify_draw",
+]
 
 
 @dataclass(frozen=True)
@@ -351,73 +343,3 @@ class Draw:
         if rnd.pool is None:
             raise DrawError(f"draw {self.draw_id}: {rnd.name}'s seed stays secret until bin close")
         return rnd.seed
-
-
-@dataclass(frozen=True)
-class RoundRecord:
-    """What an auditor holds for one electronic round: seed, pool, commitments, picks."""
-
-    pool: Pool
-    seed: bytes
-    seed_commitment: str
-    pool_commitment: str
-    picks: tuple[Pick, ...]
-
-    @property
-    def key(self) -> RoundKey:
-        return (self.pool.tombola, self.pool.round_no)
-
-
-def verify_draw(
-    rounds: Sequence[RoundRecord],
-    order: Sequence[tuple[RoundKey, int]],
-    *,
-    seated: Collection[str] = (),
-    excluded: Collection[str] = (),
-    manual: Mapping[RoundKey, Sequence[ManualPick]] | None = None,
-) -> dict[RoundKey, Verification]:
-    """Verify each round's stream, then once-per-draw across rounds in the order picked.
-
-    `order` is the draw-wide sequence of (round, pick number), as in `Draw.order`;
-    `manual` holds the accepted hand-drawn tickets of manual rounds.
-    """
-    manual = manual or {}
-    by_key = {r.key: r for r in rounds}
-    barred: dict[str, set[SkipReason]] = {}
-    everyone = {p.card for r in rounds for p in r.picks}
-    for cards, reason in ((everyone, ALREADY), (excluded, EXCLUDED), (seated, SEATED)):
-        for card in cards:
-            barred.setdefault(card, set()).add(reason)
-    result = {
-        rec.key: verify(
-            rec.pool,
-            rec.seed,
-            seed_commitment=rec.seed_commitment,
-            pool_commitment=rec.pool_commitment,
-            picks=rec.picks,
-            barred=barred,
-        )
-        for rec in rounds
-    }
-    placed = set(order)
-    for rec in rounds:  # every pick must have its place in the draw-wide order
-        missing = [n for n in range(1, len(rec.picks) + 1) if (rec.key, n) not in placed]
-        if missing and result[rec.key].ok:
-            result[rec.key] = Verification(0, (Mismatch("pick", missing[0], "in order", "absent"),))
-    won: set[str] = set(seated)
-    for key, number in order:
-        if key in manual and 1 <= number <= len(manual[key]):
-            won.add(manual[key][number - 1].card)
-        if key not in by_key or not 1 <= number <= len(by_key[key].picks):
-            continue  # a manual pick, or a missing pick the round check already reports
-        pick = by_key[key].picks[number - 1]
-        late = [p.card for p in pick.passed_over if p.reason is ALREADY]
-        problem = None
-        if pick.card in won:
-            problem = Mismatch("pick", number, f"card {pick.card} passed over", "picked again")
-        elif any(card not in won for card in late):
-            problem = Mismatch("pass-over", number, "only earlier picks passed over", str(late))
-        if problem is not None and result[key].ok:
-            result[key] = Verification(result[key].picks_checked, (problem,))
-        won.add(pick.card)
-    return result

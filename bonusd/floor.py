@@ -6,10 +6,14 @@ moves, stale events) is applied in order by the store's script, because it must 
 write in one step; what each event type *means* is decided here.
 
 Session moves (in event order):
-    IN kind slot area ts    card in at `slot` (device, or device#seat at a table)
-    P kind slot area ts     rated play at `slot` (implies card in if not there yet); an
-                            aggregated `play` event is one move at its end, `ts`
-    OUT slot ts             card out / rating end at `slot`
+    IN kind slot area ts day    card in at `slot` (device, or device#seat at a table) on
+                                gaming day `day`
+    P kind slot area ts day     rated play at `slot` (implies card in if not there yet); an
+                                aggregated `play` event is one move at its end, `ts`
+    OUT slot ts                 card out / rating end at `slot`
+
+The gaming day of IN and P keeps each active card's `floor-row` (what a RAPS jackpot
+reads) on the card's newest day, with that day's spend.
 """
 
 from __future__ import annotations
@@ -36,9 +40,9 @@ def describe(event: FloorEvent, fx: Effects) -> None:
     ts = str(event.ts_ms)
     fx.cards.add(event.card)
     if event.type in ("card_in", "rating_start"):
-        fx.session(event.card, "IN", event.kind, slot, event.area, ts)
+        fx.session(event.card, "IN", event.kind, slot, event.area, ts, event.gaming_day)
     if event.type in ("game", "play", "rating_start", "rating_update", "rating_end"):
-        fx.session(event.card, "P", event.kind, slot, event.area, ts)
+        fx.session(event.card, "P", event.kind, slot, event.area, ts, event.gaming_day)
         _day_totals(event, fx)
     if event.type in ("card_out", "rating_end"):
         fx.session(event.card, "OUT", slot, ts)

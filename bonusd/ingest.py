@@ -20,7 +20,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 import aiomqtt
@@ -33,6 +34,9 @@ from bonusd.health import Health
 from bonusd.metrics import Metrics
 from bonusd.store import REDIS_ERRORS, BatchResult, DeadLetter, FloorStore
 from bonusd.telemetry import FloorEvent, Rejection, TelemetryDecoder
+
+if TYPE_CHECKING:
+    from bonusd.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -50,13 +54,17 @@ class Received:
 
 @dataclass(frozen=True, slots=True)
 class MqttTarget:
-    """Where and how to connect, parsed from `BONUSD_MQTT_URL`."""
+    """Where and how to connect: `BONUSD_MQTT_URL`, and the account and TLS files of
+    `BONUSD_MQTT_USERNAME`, `_PASSWORD`, `_TLS_CA_FILE`, `_TLS_CERT_FILE`, `_TLS_KEY_FILE`."""
 
     host: str
     port: int
     username: str | None
     password: str | None
     tls: bool
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
 
     @classmethod
     def from_url(cls, url: str) -> MqttTarget:
@@ -69,6 +77,31 @@ class MqttTarget:
             password=unquote(parts.password) if parts.password else None,
             tls=tls,
         )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MqttTarget:
+        url = cls.from_url(settings.mqtt_url)
+        password = settings.mqtt_password.get_secret_value()
+        return cls(
+            host=url.host,
+            port=url.port,
+            username=settings.mqtt_username or url.username,
+            password=password or url.password,
+            tls=url.tls,
+            ca_file=settings.mqtt_tls_ca_file,
+            cert_file=settings.mqtt_tls_cert_file,
+            key_file=settings.mqtt_tls_key_file,
+        )
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS context of an mqtts:// target: the broker's certificate checked against
+        the given CA (else the system's), and our client certificate if one is set."""
+        if not self.tls:
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if self.cert_file is not None:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        return context
 
 
 CommitHook = Callable[[list[Received], BatchResult, float], None]
@@ -148,7 +181,7 @@ class Ingest:
             protocol=aiomqtt.ProtocolVersion.V5,
             clean_start=False,
             properties=props,
-            tls_context=ssl.create_default_context() if self._target.tls else None,
+            tls_context=self._target.tls_context(),
             logger=logging.getLogger("bonusd.mqtt"),
         )
         # aiomqtt 2.x has no manual acknowledgement yet (empicano/aiomqtt#345), so the paho
@@ -179,25 +212,28 @@ class Ingest:
         client = self._client()
         self._inbox.clear()  # unacknowledged leftovers are redelivered by the broker
         self._health.oldest_pending_mono = None
-        async with client:
-            await client.subscribe(self._filter, qos=1)
-            self._health.mqtt_connected = True
-            self._health.mqtt_error = ""
-            self._metrics.connected.labels("mqtt").set(1)
-            logger.info("subscribed to %s as %s", self._filter, self._client_id)
-            # A failing child (the watcher raising MqttError) cancels this body and the
-            # group re-raises it; otherwise the body waits for shutdown and ends both.
-            async with asyncio.TaskGroup() as tg:
-                watcher = tg.create_task(_until_disconnected(client))
-                consumer = tg.create_task(self._consume(client, stop))
-                await stop.wait()
-                self._arrived.set()  # wake the consumer: it commits what it holds, then ends
-                try:
-                    await asyncio.wait_for(asyncio.shield(consumer), timeout=DRAIN_DEADLINE_S)
-                except TimeoutError:
-                    logger.warning("ingest did not drain within %ss; cancelling", DRAIN_DEADLINE_S)
-                    consumer.cancel()
-                watcher.cancel()
+        try:
+            async with client:
+                await client.subscribe(self._filter, qos=1)
+                self._health.mqtt_connected = True
+                self._health.mqtt_error = ""
+                self._metrics.connected.labels("mqtt").set(1)
+                logger.info("subscribed to %s as %s", self._filter, self._client_id)
+                # A failing child (the watcher raising MqttError) cancels this body and the
+                # group re-raises it; otherwise the body waits for shutdown and ends both.
+                async with asyncio.TaskGroup() as tg:
+                    watcher = tg.create_task(_until_disconnected(client))
+                    consumer = tg.create_task(self._consume(client, stop))
+                    await stop.wait()
+                    self._arrived.set()  # wake the consumer: it commits what it holds
+                    try:
+                        await asyncio.wait_for(asyncio.shield(consumer), DRAIN_DEADLINE_S)
+                    except TimeoutError:
+                        logger.warning("ingest did not drain in %ss; cancelling", DRAIN_DEADLINE_S)
+                        consumer.cancel()
+                    watcher.cancel()
+        finally:
+            _disconnection_seen(client)
         logger.info("ingest stopped; %d message(s) left for redelivery", len(self._inbox))
 
     async def _consume(self, client: aiomqtt.Client, stop: asyncio.Event) -> None:
@@ -303,3 +339,12 @@ async def _until_disconnected(client: aiomqtt.Client) -> None:
     aiomqtt's, so its queue stays empty and its iterator only ever reports disconnection)."""
     async for _ in client.messages:
         pass
+
+
+def _disconnection_seen(client: aiomqtt.Client) -> None:
+    """Mark aiomqtt's record of a lost connection as read. When our consumer notices the
+    loss first, the watcher is cancelled before it reads it, and asyncio would log
+    "Future exception was never retrieved" at ERROR for a loss `run()` already handles."""
+    lost = client._disconnected
+    if lost.done() and not lost.cancelled():
+        lost.exception()

@@ -11,6 +11,7 @@ Keys (all under the site's hash tag):
                                        POOL record, the eligibility report derives from it
     ledger:{subject}           list    the session's audit records (see audit_store)
     deadlines                  zset    `raps:{subject}` -> its next timer (epoch seconds)
+    floor-row                  hash    read only: the ingest's line per active card (keys.py)
 
 A step loads the session's book (cached; brought up to date from the ledger's tail),
 runs a pure command on it and commits the entries against the ledger length it read,
@@ -22,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, cast
 
@@ -43,8 +44,9 @@ from bonusd.poolfile import parse_pool
 from bonusd.promotions import Action
 from bonusd.raps import RapsRules
 from bonusd.rapsbook import RapsBook
-from bonusd.rapsfloor import FloorSnapshot, SnapshotError, judge
+from bonusd.rapsfloor import FloorSnapshot, check_floor, judge
 from bonusd.rapsplan import SessionPlan, jackpot_number
+from bonusd.registry import Member
 from bonusd.scheduler import promotion_timetable
 from bonusd.standings import PromotionStore
 
@@ -52,35 +54,10 @@ logger = logging.getLogger(__name__)
 
 Command = Callable[[RapsBook], list[Entry]]
 
-# The floor in one atomic call, already in the snapshot file's form (`rapsfloor`): the
-# ingest keeps each active card's place (`floor-place`), last rated play
-# (`floor-lastplay`) and day spend (`dayspend:{day}`) in whole-site structures, so the
-# script reads 20,000 cards with a handful of bulk commands instead of 80,000 single ones.
-# Read-only; KEYS: floor-place, floor-lastplay, dayspend:{day}, member-index.
-_SNAPSHOT = """
-local flat = redis.call('HGETALL', KEYS[1])
-local n = #flat / 2
-local cards = {}
-for i = 1, n do cards[i] = flat[2 * i - 1] end
-local out = {}
-local step = 2000
-for i = 1, n, step do
-  local j = math.min(i + step - 1, n)
-  local last = redis.call('ZMSCORE', KEYS[2], unpack(cards, i, j))
-  local spend = redis.call('HMGET', KEYS[3], unpack(cards, i, j))
-  local member = redis.call('HMGET', KEYS[4], unpack(cards, i, j))
-  for k = 1, j - i + 1 do
-    local tier, excluded = '', '0'
-    if member[k] then
-      tier, excluded = string.match(member[k], '^([^|]*)|[^|]*|([^|]*)')
-    end
-    out[i + k - 1] = table.concat({cards[i + k - 1], flat[2 * (i + k - 1)],
-      last[k] or '0', spend[k] or '0', tier, excluded}, '\\t')
-  end
-end
-if n == 0 then return '' end
-return table.concat(out, '\\n') .. '\\n'
-"""
+
+class _Excluded(Exception):
+    def __init__(self, found: list[tuple[str, str]]) -> None:
+        self.found = found  # (jackpot id, card)
 
 
 class JackpotDesk:
@@ -109,7 +86,6 @@ class JackpotDesk:
         self._draws = DrawDesk(
             redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock
         )
-        self._snapshot = redis.register_script(_SNAPSHOT)
 
     def _key(self, *parts: str) -> str:
         return self.keys.base + ":".join(parts)
@@ -201,6 +177,7 @@ class JackpotDesk:
         command: Command,
         *,
         extra: Callable[[Any], None] | None = None,
+        check: Callable[[list[Entry]], Awaitable[None]] | None = None,
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = (await self.load_plan(promotion_id, session_id)).subject
@@ -213,6 +190,7 @@ class JackpotDesk:
             forget=lambda: self._books.pop(subject, None),
             command=command,
             extra=extra,
+            check=check,
         )
         if records:
             self._deadline_changed()
@@ -224,10 +202,12 @@ class JackpotDesk:
         snapshot file a jackpot at `at` (default: now) is judged from."""
         at = at or self.clock.now()
         day = self.calendar.gaming_day(at).isoformat()
-        keys = [self._key(k) for k in ("floor-place", "floor-lastplay", f"dayspend:{day}")]
-        keys.append(self.keys.member_index)
-        body = cast(str, await self._snapshot(keys=keys))
-        return FloorSnapshot.of(at, body)
+        # One atomic read: the ingest keeps one pre-joined line per active card in
+        # `floor-row` (apply.lua, sweep.lua; tier and exclusion refreshed by the member
+        # import), so 20,000 players are one HVALS. (Joining them inside a Lua script
+        # instead costs Redis about four times as long.)
+        rows = cast(list[str], await self.redis.hvals(self.keys.floor_row))
+        return FloorSnapshot.of_rows(at, day, "\n".join(rows))
 
     # -- the session's life -----------------------------------------------------------------
     async def commit_seeds(self, promotion_id: str, session_id: str) -> list[AuditRecord]:
@@ -251,9 +231,12 @@ class JackpotDesk:
     ) -> list[AuditRecord]:
         """Select jackpot `number`'s winner from the floor now (idempotent: a jackpot run
         already is left as it is, unless its empty-pool retry is due)."""
-        await self.commit_seeds(promotion_id, session_id)
+        book = await self.book(promotion_id, session_id)
+        if any(st.seed is None for st in book.jackpots.values()):  # normally done at the start
+            await self.commit_seeds(promotion_id, session_id)
+            book = await self.book(promotion_id, session_id)
         now = self.clock.now()
-        if not (await self.book(promotion_id, session_id)).selectable(number, now):
+        if not book.selectable(number, now):
             return []
         floor = await self.snapshot(now)
         archives: list[tuple[Pool, FloorSnapshot]] = []
@@ -301,11 +284,39 @@ class JackpotDesk:
     async def act(
         self, promotion_id: str, session_id: str, claim_id: int, action: str, actor: Actor
     ) -> list[AuditRecord]:
-        """A claim action by the crew or the desk (or the scheduler on a timer)."""
+        """A claim action by the crew or the desk (or the scheduler on a timer). A
+        reselected winner excluded since the pool froze is recorded as excluded and passed
+        over, and the reselection is made again."""
         now = self.clock.now()
-        return await self.step(
-            promotion_id, session_id, lambda b: b.act(claim_id, action, actor, now)
-        )
+        while True:
+            try:
+                return await self.step(
+                    promotion_id,
+                    session_id,
+                    lambda b: b.act(claim_id, action, actor, now),
+                    check=self._excluded_now,
+                )
+            except _Excluded as exc:
+                await self.step(promotion_id, session_id, self._exclusions(exc.found, now))
+
+    @staticmethod
+    def _exclusions(found: list[tuple[str, str]], now: dt.datetime) -> Command:
+        return lambda b: [e for j, c in found for e in b.exclude(j, c, SCHEDULER, now)]
+
+    async def _excluded_now(self, entries: list[Entry]) -> None:
+        """Refuse entries that pick a member excluded since the pool froze."""
+        picks = [e.payload for e in entries if e.kind in (Kind.PICK, Kind.REDRAW)]
+        if not picks:
+            return
+        cards = [p["card"] for p in picks]
+        rows = cast(list[str | None], await self.redis.hmget(self.keys.member_index, cards))
+        found = [
+            (p["draw_id"], p["card"])
+            for p, row in zip(picks, rows, strict=True)
+            if row and Member.from_index(p["card"], row).excluded
+        ]
+        if found:
+            raise _Excluded(found)
 
     async def run_due(self, promotion_id: str, session_id: str) -> int:
         """Act on every expired timer of the session: announcements that ran out
@@ -361,17 +372,5 @@ class JackpotDesk:
         raw = await self.redis.hget(
             self._key("rapsfloor", rec.payload["draw_id"]), str(rec.payload["round"])
         )
-        if raw is None:
-            return Mismatch("floor", None, rec.payload["floor_sha256"], "no archived snapshot")
-        try:
-            floor = FloorSnapshot.parse(cast(str, raw).encode())
-            if floor.sha256 != rec.payload["floor_sha256"]:
-                return Mismatch("floor", None, rec.payload["floor_sha256"], floor.sha256)
-            pool = pools.get(rec.payload["pool_commitment"])
-            eligible = judge(floor, rules).eligible
-        except SnapshotError as exc:
-            return Mismatch("floor", None, "a snapshot in the documented form", str(exc))
-        if pool is not None and pool.cards != eligible:
-            got = f"{len(eligible)} eligible cards"
-            return Mismatch("floor", None, got, f"a pool of {pool.members} cards")
-        return None
+        found = None if raw is None else cast(str, raw).encode()
+        return check_floor(rec.payload, found, pools.get(rec.payload["pool_commitment"]), rules)

@@ -11,7 +11,11 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
     {prefix}:{site}:active:{kind}:{area}   zset   active cards, score = since (ms)
     {prefix}:{site}:lastseen               zset   active cards, score = last event (ms)
     {prefix}:{site}:floor-place            hash   active card -> kind\tarea\tdevice\tseat\tbank
-    {prefix}:{site}:floor-lastplay         zset   active cards, score = last rated play (ms)
+    {prefix}:{site}:floor-row              hash   active card -> its RAPS snapshot line for its
+                                                  newest gaming day, then that day: card\tkind\t
+                                                  area\tdevice\tseat\tbank\tlast_play_ms\t
+                                                  spend_cents\ttier\texcluded\tday (apply.lua,
+                                                  sweep.lua, member_rows.lua; `floor reindex`)
     {prefix}:{site}:floor-ended-card       zset   card -> newest event of its ended session (ms)
     {prefix}:{site}:floor-ended-slot       zset   place -> the same, per EGM or table seat
                                                   (late events; pruned past the dedup window)
@@ -77,6 +81,19 @@ class Keys:
     def active_index(self) -> str:
         """Set of the `active:{kind}:{area}` keys in use, so queries need no SCAN."""
         return f"{self.base}active-index"
+
+    @property
+    def floor_row(self) -> str:
+        """Hash active card -> its pre-joined RAPS floor line (`FloorSnapshot.of_rows`)."""
+        return f"{self.base}floor-row"
+
+    @property
+    def floor_place(self) -> str:
+        return f"{self.base}floor-place"
+
+    def dayspend(self, day: str) -> str:
+        """Hash card -> the gaming day's spend (cents)."""
+        return f"{self.base}dayspend:{day}"
 
     @property
     def lastseen(self) -> str:

@@ -87,8 +87,9 @@ class _Process:
             self.proc.wait(timeout=15)
         self.proc = None
 
-    def restart(self) -> None:
-        self.stop()
+    def restart(self, sig: int = signal.SIGTERM) -> None:
+        """Stop (SIGTERM: a graceful restart; SIGKILL: a crash) and start again in place."""
+        self.stop(sig)
         self.start()
 
     def __enter__(self) -> _Process:
@@ -139,9 +140,21 @@ class LocalMosquitto(_Process):
 
 
 class LocalRedis(_Process):
-    """redis-server with AOF persistence in `workdir`."""
+    """redis-server with AOF persistence in `workdir`.
+
+    `appendfsync` is Redis's own setting: "everysec" (its default: a crash may lose the
+    last second of writes) or "always" (every write is on disk before it is answered, so a
+    `kill -9` loses nothing that a client was told succeeded)."""
 
     binary = "redis-server"
+
+    def __init__(
+        self, workdir: Path, port: int | None = None, *, appendfsync: str = "everysec"
+    ) -> None:
+        if appendfsync not in ("always", "everysec", "no"):
+            raise ValueError(f"appendfsync is always, everysec or no, not {appendfsync!r}")
+        super().__init__(workdir, port)
+        self.appendfsync = appendfsync
 
     @property
     def url(self) -> str:
@@ -158,6 +171,8 @@ class LocalRedis(_Process):
             str(self.workdir),
             "--appendonly",
             "yes",
+            "--appendfsync",
+            self.appendfsync,
             "--save",
             "",
         ]

@@ -58,5 +58,20 @@ class Metrics:
             registry=r,
         )
 
+        self.leader = Gauge(
+            "bonusd_leader", "1 while this daemon leads the site, 0 on standby", registry=r
+        )
+        self.leader_token = Gauge(
+            "bonusd_leader_token",
+            "The fencing token of this daemon's latest lease as leader",
+            registry=r,
+        )
+        self.leader_changes = Counter(
+            "bonusd_leader_changes",
+            "Leases taken (acquired) and given up (released on shutdown, or lost)",
+            ["change"],
+            registry=r,
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,7 +1,8 @@
 """Telling winners by SMS: the daemon task that turns the audit trail into outbox entries
 and sends them through the gateway.
 
-Two loops run in one task (`SmsNotifier.run`), started in the service's TaskGroup:
+Two loops run in one task (`SmsNotifier.run`), which only the site's leader runs
+(docs/leader.md):
 
 - **notify**: reads the site's audit trail (`audit`) from the persisted cursor. For each
   winner event that is texted (`smstext.SMS_MOMENTS`) of a member who opted in to SMS
@@ -95,6 +96,7 @@ class SmsNotifier:
         self.settings, self.outbox, self.store = settings, outbox, store
         self.promotions, self.clock, self.metrics = promotions, clock, metrics
         self._gateway = gateway
+        self._own_gateway = gateway is None  # made from the settings, per run (below)
         self._rng = rng or random.Random()
         self._reader = EventReader()
         self._wake = asyncio.Event()
@@ -119,6 +121,8 @@ class SmsNotifier:
         finally:
             if gateway is not None:
                 await gateway.aclose()
+                if self._own_gateway:  # a daemon that leads again gets a fresh one
+                    self._gateway = None
             logger.info("SMS notices stopped: %d queued, %d sent this run", self.queued, self.sent)
 
     async def _loop(

@@ -18,6 +18,8 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+import numpy as np
+
 from bonusd import audit
 from bonusd.audit import AuditRecord, Json, Kind, round_ref, utc_text
 from bonusd.audit_store import Entry
@@ -39,17 +41,7 @@ from bonusd.rapsplan import Due, JackpotState, SessionPlan, jackpot_number
 
 Floors = Callable[[str, int], FloorSnapshot]
 """(jackpot id, attempt) -> the archived floor snapshot it was judged from."""
-SIMPLE_MOVES = frozenset(
-    {
-        "crew_arrived",
-        "verify_at_device",
-        "not_at_device",
-        "not_owner",
-        "announce",
-        "present",
-        "verify",
-    }
-)
+SIMPLE_MOVES = frozenset(RapsClaim.RULES) - {"declined_register", "reselect"}  # no register
 
 
 class RapsBook:
@@ -114,6 +106,8 @@ class RapsBook:
             return self._nobody_left(n)
         if kind is Kind.SEED_REVEAL:
             return self._reveal(n)
+        if kind is Kind.EXCLUSION:
+            return self._exclude(n, p["card"], p["note"])
         raise ValueError(f"a RAPS session ledger holds no {kind} records")
 
     # -- steps: each returns the payload it records ---------------------------------------
@@ -159,7 +153,7 @@ class RapsBook:
         st.jackpot.restore(pool)
         st.floor = floor
         st.retry_at = None
-        counts = {"eligible": pool.members, "ineligible": len(verdict.others)}
+        counts = {"eligible": pool.members, "ineligible": verdict.ineligible}
         st.summary = {"attempt": k, **counts, "reasons": dict(verdict.reasons())}
         extra = {"seed_commitment": commit_seed(st.seed), "floor_sha256": floor.sha256}
         return audit.pool_payload(pool) | extra | st.summary
@@ -227,12 +221,21 @@ class RapsBook:
         st.outcome = "skipped"
         return out | {"then": "skip", "note": f"{note}; the jackpot is not awarded"}
 
+    def _exclude(self, n: int, card: str, note: str) -> dict[str, Json]:
+        """A member excluded since the pool froze: passed over by every later pick."""
+        st, jackpot, _ = self._live(n)
+        if card in st.excluded:
+            raise RapsError(f"jackpot {st.jackpot_id}: card {card} is excluded already")
+        st.excluded.add(card)
+        jackpot.exclude(card)
+        return {"draw_id": st.jackpot_id, "card": card, "note": note}
+
     def _nobody_left(self, n: int) -> dict[str, Json]:
-        st, jackpot, pool = self._live(n)
-        if len(jackpot.picks) < pool.members:
+        st, jackpot, _ = self._live(n)
+        if not jackpot.exhausted:
             raise RapsError(f"jackpot {st.jackpot_id}: players are left to reselect")
         st.outcome = "nobody_left"
-        note = f"jackpot {st.jackpot_id}: every eligible player was selected; nobody left"
+        note = f"jackpot {st.jackpot_id}: every eligible player was selected or excluded"
         out = {"event": "nobody_left", "note": note}
         return round_ref(st.jackpot_id, RAPS_TOMBOLA, st.attempt) | out
 
@@ -285,6 +288,15 @@ class RapsBook:
         )
         return [self._entry(Kind.EXCEPTION, self._missed(n, note), SCHEDULER, at)]
 
+    def exclude(self, jackpot_id: str, card: str, actor: Actor, at: dt.datetime) -> list[Entry]:
+        """Record that `card` was excluded after jackpot `jackpot_id`'s pool froze (once)."""
+        n = jackpot_number(jackpot_id)
+        st = self.jackpot(n)
+        if card in st.excluded or st.jackpot is None or st.jackpot.pool is None:
+            return []
+        payload = self._exclude(n, card, "excluded after the pool froze")
+        return [self._entry(Kind.EXCLUSION, payload, actor, at)]
+
     def sign_decline(self, card: str, actor: Actor, at: dt.datetime) -> list[Entry]:
         return [self._entry(Kind.DECLINE, self._decline(card, actor, at), actor, at)]
 
@@ -312,8 +324,8 @@ class RapsBook:
         if floor.at_ms != instant_ms(at):
             raise RapsError(f"jackpot {st.jackpot_id}: the floor snapshot is not of {utc_text(at)}")
         verdict = judge(floor, self.plan.rules)
-        entries = dict.fromkeys(verdict.eligible, 1)
-        pool = Pool.freeze(st.jackpot_id, RAPS_TOMBOLA, entries, round_no=st.attempt + 1)
+        one_each = np.ones(len(verdict.eligible), dtype=np.int64)  # cards sorted already
+        pool = Pool(st.jackpot_id, RAPS_TOMBOLA, st.attempt + 1, verdict.eligible, one_each)
         out = [self._entry(Kind.POOL, self._pool(n, pool, floor, verdict), actor, at)]
         if pool.members == 0:
             out.append(self._entry(Kind.EXCEPTION, self._empty(n, at), actor, at))
@@ -335,8 +347,8 @@ class RapsBook:
             move = self._move(claim_id, "reselect", actor, at)
             out.append(self._entry(Kind.CLAIM, move, actor, at))
         if claim.state is RapsClaimState.RESELECTED:
-            _, jackpot, pool = self._live(n)
-            if len(jackpot.picks) >= pool.members:
+            _, jackpot, _ = self._live(n)
+            if jackpot.exhausted:
                 out.append(self._entry(Kind.EXCEPTION, self._nobody_left(n), actor, at))
             else:
                 out += self._announce(Kind.REDRAW, n, actor, at)

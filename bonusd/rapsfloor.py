@@ -11,19 +11,25 @@ reasons every other player was left out, can be recomputed from the archive by a
         spend_cents TAB tier TAB excluded(0|1) LF      (one line per carded-in card)
 
 `judge` is the vectorised twin of `raps.eligibility` (the per-player reference, which the
-tests hold it to), for a floor where each card is in one place.
+tests hold it to), for a floor where each card is in one place. It reads the file's bytes
+as numpy offsets (`floortable`); the per-row reasons are built only when the eligibility
+report asks for them, off the jackpot's critical path.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, cast
+
+import numpy as np
 
 from bonusd.audit import Json, canonical_json, utc_text
+from bonusd.fairness import Mismatch, Pool
+from bonusd.floortable import Bools, FieldError, FieldTable, Ints
 from bonusd.raps import FloorPlayer, PlayKind, RapsRules, Reason
 
 MAGIC = "bonusd-raps-floor 1"
@@ -41,6 +47,7 @@ COLUMNS = (
 )
 WIDTH = len(COLUMNS)
 PLACE = ("card", "device", "area", "bank", "seat")
+CARD, KIND, AREA, DEVICE, SEAT, BANK, LAST, SPEND, TIER, EXCLUDED = range(WIDTH)
 
 
 class SnapshotError(ValueError):
@@ -54,6 +61,33 @@ def instant_ms(at: dt.datetime) -> int:
     return int(at.timestamp() * 1000)
 
 
+def player_line(p: FloorPlayer) -> str:
+    """One card's line of the snapshot file (LF included)."""
+    fields = (
+        p.card,
+        p.kind.value,
+        p.area,
+        p.device,
+        "" if p.seat is None else str(p.seat),
+        p.bank,
+        str(int(p.last_play.timestamp() * 1000)),
+        str(p.spend_cents),
+        p.tier,
+        "1" if p.excluded else "0",
+    )
+    return "\t".join(fields) + "\n"
+
+
+def _day_line(row: str, day: str) -> str:
+    """A `floor-row` line as a snapshot line on gaming day `day`."""
+    fields = row.split("\t")
+    if len(fields) != WIDTH + 1:
+        raise SnapshotError(f"the floor-row index has a line of {len(fields)} fields; rebuild it")
+    if fields.pop() != day:
+        fields[SPEND] = "0"
+    return "\t".join(fields) + "\n"
+
+
 @dataclass(frozen=True)
 class FloorSnapshot:
     """Columns of the floor at one instant (row i of every column is one card)."""
@@ -64,30 +98,25 @@ class FloorSnapshot:
     @classmethod
     def of(cls, at: dt.datetime, body: str) -> FloorSnapshot:
         snap = cls(instant_ms(at), body)
-        snap.columns  # noqa: B018 - check the form now, not at first use
+        snap.table  # noqa: B018 - check the form now, not at first use
         return snap
 
     @classmethod
     def from_players(cls, at: dt.datetime, players: Collection[FloorPlayer]) -> FloorSnapshot:
-        rows = [
-            "\t".join(
-                (
-                    p.card,
-                    p.kind.value,
-                    p.area,
-                    p.device,
-                    "" if p.seat is None else str(p.seat),
-                    p.bank,
-                    str(int(p.last_play.timestamp() * 1000)),
-                    str(p.spend_cents),
-                    p.tier,
-                    "1" if p.excluded else "0",
-                )
-            )
-            + "\n"
-            for p in players
-        ]
-        return cls.of(at, "".join(rows))
+        return cls.of(at, "".join(player_line(p) for p in players))
+
+    @classmethod
+    def of_rows(cls, at: dt.datetime, day: str, rows: str) -> FloorSnapshot:
+        """The snapshot from the ingest's `floor-row` lines (LF-separated): each is a file
+        line for the gaming day it ends with. The day is dropped; a row of another day
+        than `day` (the jackpot's) has spent nothing on it: its spend becomes 0."""
+        if not rows:
+            return cls.of(at, "")
+        joined = rows + "\n"
+        body = joined.replace(f"\t{day}\n", "\n")
+        if len(joined) - len(body) != joined.count("\n") * (len(day) + 1):
+            body = "".join(_day_line(line, day) for line in joined[:-1].split("\n"))
+        return cls.of(at, body)
 
     @classmethod
     def parse(cls, raw: bytes) -> FloorSnapshot:
@@ -99,51 +128,70 @@ class FloorSnapshot:
             raise SnapshotError(f"not a RAPS floor snapshot (header {header[:60]!r})")
         return cls(int(at), body)
 
-    def serialise(self) -> bytes:
+    @cached_property
+    def _raw(self) -> bytes:
         return f"{MAGIC} {self.at_ms}\n{self.body}".encode()
+
+    def serialise(self) -> bytes:
+        return self._raw
 
     @cached_property
     def sha256(self) -> str:
-        return hashlib.sha256(self.serialise()).hexdigest()
+        return hashlib.sha256(self._raw).hexdigest()
+
+    @cached_property
+    def table(self) -> FieldTable:
+        """The body's fields as offsets, checked against the documented form."""
+        try:
+            t = FieldTable.of(self._raw[self._raw.index(b"\n") + 1 :], WIDTH)
+        except FieldError as exc:
+            if "line feed" in str(exc):
+                raise SnapshotError("a RAPS floor snapshot ends with a line feed") from None
+            raise SnapshotError(f"every line of a RAPS floor snapshot has {WIDTH} fields") from None
+        if t.has_nul:
+            raise SnapshotError("a RAPS floor snapshot holds no NUL bytes")
+        cards = t.fixed(CARD)[self._card_order(t)]
+        if (cards[1:] == cards[:-1]).any():
+            raise SnapshotError("a card appears twice in the RAPS floor snapshot")
+        if not (t.equals(KIND, b"egm") | t.equals(KIND, b"table")).all():
+            raise SnapshotError("a RAPS floor snapshot kind is egm or table")
+        if not (t.equals(EXCLUDED, b"0") | t.equals(EXCLUDED, b"1")).all():
+            raise SnapshotError("the excluded column of a RAPS floor snapshot is 0 or 1")
+        for col in (LAST, SPEND):
+            if t.integers(col) is None:
+                raise SnapshotError(f"the {COLUMNS[col]} column of a RAPS floor snapshot is digits")
+        return t
+
+    def _card_order(self, t: FieldTable) -> Ints:
+        if "card_order" not in self.__dict__:
+            self.__dict__["card_order"] = np.argsort(t.fixed(CARD), kind="stable")
+        return cast(Ints, self.__dict__["card_order"])
+
+    @property
+    def card_order(self) -> Ints:
+        """Row numbers in card (code-point) order."""
+        return self._card_order(self.table)
 
     @cached_property
     def columns(self) -> tuple[list[str], ...]:
-        if not self.body:
-            return tuple([] for _ in COLUMNS)
-        if not self.body.endswith("\n"):
-            raise SnapshotError("a RAPS floor snapshot ends with a line feed")
-        flat = self.body[:-1].replace("\n", "\t").split("\t")
-        rows = self.body.count("\n")
-        if len(flat) != rows * WIDTH:
-            raise SnapshotError(f"every line of a RAPS floor snapshot has {WIDTH} fields")
-        cols = tuple(flat[i::WIDTH] for i in range(WIDTH))
-        cards = cols[0]
-        if len(set(cards)) != len(cards):
-            raise SnapshotError("a card appears twice in the RAPS floor snapshot")
-        if any(k not in ("egm", "table") for k in set(cols[1])):
-            raise SnapshotError("a RAPS floor snapshot kind is egm or table")
-        if any(x not in ("0", "1") for x in set(cols[9])):
-            raise SnapshotError("the excluded column of a RAPS floor snapshot is 0 or 1")
-        for name in ("last_play_ms", "spend_cents"):
-            if not all(v.isdigit() for v in cols[COLUMNS.index(name)]):
-                raise SnapshotError(f"the {name} column of a RAPS floor snapshot is digits")
-        return cols
+        """Every column as text (for the report and the reference rules; not on the pick)."""
+        return tuple(self.table.texts(c) for c in range(WIDTH))
 
     @property
     def size(self) -> int:
-        return len(self.columns[0])
+        return self.table.rows
 
     def row(self, i: int) -> dict[str, str]:
         return {name: col[i] for name, col in zip(COLUMNS, self.columns, strict=True)}
 
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {c: i for i, c in enumerate(self.columns[0])}
-
     def place(self, card: str) -> dict[str, str]:
         """Where the crew finds `card`: card, device, area, bank and seat ("" for an EGM)."""
-        row = self.row(self._index[card])
-        return {k: row[k] for k in PLACE}
+        body = self.body
+        at = 0 if body.startswith(card + "\t") else body.find(f"\n{card}\t") + 1
+        if at == 0 and not body.startswith(card + "\t"):
+            raise KeyError(card)
+        fields = body[at : body.index("\n", at)].split("\t")
+        return {k: fields[COLUMNS.index(k)] for k in PLACE}
 
     def players(self) -> list[FloorPlayer]:
         """The snapshot as `FloorPlayer`s (for the per-player reference rules)."""
@@ -167,27 +215,48 @@ class FloorSnapshot:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Judgement:
     """Who on a snapshot is eligible for a jackpot, and why each other card is not."""
 
     snapshot: FloorSnapshot
     at_ms: int
     eligible: tuple[str, ...]  # cards, in code-point order
-    others: dict[int, tuple[Reason, ...]]  # row -> reasons, rows in snapshot order
+    failed: dict[Reason, Bools]  # reason -> the rows it applies to
+
+    @cached_property
+    def _left_out(self) -> Bools:
+        out = np.zeros(self.snapshot.size, dtype=np.bool_)
+        for mask in self.failed.values():
+            out |= mask
+        return out
+
+    @property
+    def ineligible(self) -> int:
+        return int(self._left_out.sum())
+
+    @cached_property
+    def others(self) -> dict[int, tuple[Reason, ...]]:
+        """Row -> the reasons it was left out, rows in snapshot order."""
+        rows = np.flatnonzero(self._left_out).tolist()
+        flags = {r: m.tolist() for r, m in self.failed.items()}
+        return {i: tuple(r for r, m in flags.items() if m[i]) for i in rows}
 
     def reasons(self) -> dict[str, int]:
         """How many cards were left out for each reason (a card may have several)."""
-        counted = Counter(r.value for rs in self.others.values() for r in rs)
-        return dict(sorted(counted.items()))
+        counted = {r.value: int(m.sum()) for r, m in self.failed.items()}
+        return dict(sorted((k, v) for k, v in counted.items() if v))
 
     def report(self, jackpot_id: str, attempt: int) -> bytes:
         """The readable eligibility report (canonical JSON): each eligible card with its
         place, each other card with its reasons. Derived from the archived snapshot, so
         it is built when someone asks for it, not on the jackpot's critical path."""
         snap = self.snapshot
-        eligible: list[Json] = [dict(snap.place(c)) for c in self.eligible]
-        cards, devices = snap.columns[0], snap.columns[3]
+        cards, devices = snap.columns[CARD], snap.columns[DEVICE]
+        row_of = {c: i for i, c in enumerate(cards)}
+        eligible: list[Json] = [
+            {k: snap.columns[COLUMNS.index(k)][row_of[c]] for k in PLACE} for c in self.eligible
+        ]
         ineligible: list[Json] = [
             {"card": cards[i], "device": devices[i], "reasons": [r.value for r in rs]}
             for i, rs in self.others.items()
@@ -197,41 +266,51 @@ class Judgement:
         return canonical_json(head | {"eligible": eligible, "ineligible": ineligible})
 
 
+def check_floor(
+    pool_record: Mapping[str, Any], raw: bytes | None, pool: Pool | None, rules: RapsRules
+) -> Mismatch | None:
+    """Where an archived floor snapshot (`raw`, None when missing) does not give a RAPS
+    POOL record's pool under `rules`: its SHA-256 differs from the record's, it is not in
+    the documented form, or its eligible cards are not the pool file's. None: it does."""
+    want = str(pool_record["floor_sha256"])
+    if raw is None:
+        return Mismatch("floor", None, want, "no archived snapshot")
+    try:
+        floor = FloorSnapshot.parse(raw)
+        if floor.sha256 != want:
+            return Mismatch("floor", None, want, floor.sha256)
+        eligible = judge(floor, rules).eligible
+    except (SnapshotError, UnicodeDecodeError) as exc:
+        return Mismatch("floor", None, "a snapshot in the documented form", str(exc))
+    if pool is not None and pool.cards != eligible:
+        return Mismatch(
+            "floor", None, f"{len(eligible)} eligible cards", f"a pool of {pool.members}"
+        )
+    return None
+
+
 def judge(
     snapshot: FloorSnapshot, rules: RapsRules, previous_winners: Collection[str] = ()
 ) -> Judgement:
     """Split the snapshot into the eligible pool and the rest, at the snapshot's instant."""
-    cards, _, areas, _, _, _, last, spend, tiers, excluded = snapshot.columns
+    t = snapshot.table
+    last, spend = t.integers(LAST), t.integers(SPEND)
+    assert last is not None  # checked by `table`
+    assert spend is not None
     cutoff = snapshot.at_ms - int(rules.active_window.total_seconds() * 1000)
-    floor = rules.min_spend_cents
-    zones, grades, won = rules.areas, rules.tiers, frozenset(previous_winners)
-    lp = list(map(int, last))
-    sp = list(map(int, spend))
-    ok = [
-        x == "0" and a in zones and t >= cutoff and s >= floor
-        for x, a, t, s in zip(excluded, areas, lp, sp, strict=True)
-    ]
-    if grades is not None:
-        ok = [o and g in grades for o, g in zip(ok, tiers, strict=True)]
-    if won:
-        ok = [o and c not in won for o, c in zip(ok, cards, strict=True)]
-    others: dict[int, tuple[Reason, ...]] = {}
-    for i, good in enumerate(ok):
-        if good:
-            continue
-        found = []
-        if excluded[i] == "1":
-            found.append(Reason.EXCLUDED)
-        if areas[i] not in zones:
-            found.append(Reason.OUTSIDE_AREAS)
-        if lp[i] < cutoff:
-            found.append(Reason.NOT_ACTIVE)
-        if sp[i] < floor:
-            found.append(Reason.BELOW_MIN_SPEND)
-        if grades is not None and tiers[i] not in grades:
-            found.append(Reason.TIER)
-        if cards[i] in won:
-            found.append(Reason.PREVIOUS_WINNER)
-        others[i] = tuple(found)
-    eligible = tuple(sorted(c for c, good in zip(cards, ok, strict=True) if good))
-    return Judgement(snapshot, snapshot.at_ms, eligible, others)
+    none = np.zeros(t.rows, dtype=np.bool_)
+    failed = {
+        Reason.EXCLUDED: t.equals(EXCLUDED, b"1"),
+        Reason.OUTSIDE_AREAS: ~t.among(AREA, rules.areas),
+        Reason.NOT_ACTIVE: last < cutoff,
+        Reason.BELOW_MIN_SPEND: spend < rules.min_spend_cents,
+        Reason.TIER: none if rules.tiers is None else ~t.among(TIER, rules.tiers),
+        Reason.PREVIOUS_WINNER: t.among(CARD, frozenset(previous_winners)),
+    }
+    ok = np.ones(t.rows, dtype=np.bool_)
+    for mask in failed.values():
+        ok &= ~mask
+    order = snapshot.card_order
+    cards = t.fixed(CARD)[order[ok[order]]].tolist()
+    eligible = tuple(b"\n".join(cards).decode().split("\n")) if cards else ()
+    return Judgement(snapshot, snapshot.at_ms, eligible, failed)

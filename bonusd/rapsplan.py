@@ -22,6 +22,16 @@ def jackpot_number(jid: str) -> int:
     return int(jid.rpartition(".j")[2])
 
 
+def rules_of(promotion: Promotion, session: JackpotSession) -> RapsRules:
+    """A session's eligibility rules as its promotion file sets them."""
+    return RapsRules(
+        areas=frozenset(session.areas),
+        min_spend_cents=session.min_spend_cents,
+        active_window=dt.timedelta(minutes=session.active_play_minutes),
+        tiers=frozenset(t.value for t in promotion.tiers),  # an unregistered card has none
+    )
+
+
 @dataclass(frozen=True)
 class SessionPlan:
     """What the promotion file says about one RAPS session, in the terms the book needs."""
@@ -37,12 +47,7 @@ class SessionPlan:
     def of(cls, promotion: Promotion, session: JackpotSession, times: Times = None) -> SessionPlan:
         """`times`: the jackpot instants of a session with random times (as scheduled)."""
         starts = dt.datetime.combine(session.date, session.start, promotion.zone)
-        rules = RapsRules(
-            areas=frozenset(session.areas),
-            min_spend_cents=session.min_spend_cents,
-            active_window=dt.timedelta(minutes=session.active_play_minutes),
-            tiers=frozenset(t.value for t in promotion.tiers),  # an unregistered card has none
-        )
+        rules = rules_of(promotion, session)
         at = tuple(times) if times is not None else jackpot_times(promotion, session)
         opens = promotion.calendar.day_opens(promotion.calendar.gaming_day(starts))
         return cls(f"{promotion.id}.{session.id}", session, at, starts, opens, rules)
@@ -73,6 +78,7 @@ class JackpotState:
     revealed: bool = False
     summary: dict[str, Json] = field(default_factory=dict)
     exceptions: list[dict[str, str]] = field(default_factory=list)  # e.g. a missed time
+    excluded: set[str] = field(default_factory=set)  # excluded after this attempt's freeze
 
 
 class Due(NamedTuple):

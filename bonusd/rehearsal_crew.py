@@ -12,6 +12,14 @@ and what it is about (the draw and card, the claim), so a rerun decides the same
 - **the desk** draws a manual round's tickets by hand (uniformly from its ticket list,
   until the round has its winners), issues prize letters, and the cash desk redeems
   a letter with probability `redeem` (the rest lapse);
+- **proxies**: a minute before a draw's proxy forms close (15 minutes before its first
+  round), each member then holding tickets has the desk register a proxy with
+  probability `proxy`; a winner with a proxy is always presented by that proxy;
+- **the decline register**: a minute before a RAPS session starts, each registered
+  member signs the session's register at the desk with probability `decline` (regulars
+  who will play but not stay by their machine); a signer who wins is away from the
+  device (that is why they signed), so nobody presents and the scheduler settles the
+  claim by the register: the prize stands;
 - **the crew** answers every draw winner: nobody presents with probability `no_show`
   (the scheduler records the no-show at the deadline and redraws), else present, verify
   and, when the round's prizes are loaded, a reveal picked; for a RAPS winner the crew
@@ -28,13 +36,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import cast
 
-from bonusd.claims import Actor, DrawClaimState, Role
+from bonusd.claims import Actor, ClaimError, DrawClaimState, Role
 from bonusd.draws import DrawError
+from bonusd.errors import NotFoundError
 from bonusd.promotions import Channel, Promotion, standing
 from bonusd.promotions.kinds import QualificationKind
 from bonusd.promotions.schema import Draw
-from bonusd.promotions.timing import activation_opens_at, bin_closes_at, round_instants
-from bonusd.raps import RapsClaimState
+from bonusd.promotions.timing import activation_opens_at, bin_closes_at, local, round_instants
+from bonusd.raps import RapsClaimState, RapsError
 from bonusd.registry import Member
 from bonusd.service import Service
 from bonusd.standings import ActivationRefused
@@ -45,6 +54,8 @@ DESK = Actor("rehearsal desk", Role.DESK)
 ACTIVATION_LEAD = dt.timedelta(minutes=1)  # members activate this long before the bin closes
 CLAIMS_AFTER = dt.timedelta(hours=6)  # claims of a draw are looked after this long
 _CHUNK = 200  # activations in flight at once
+PROXY_LEAD = dt.timedelta(minutes=1)  # proxies are registered this long before forms close
+DECLINE_LEAD = dt.timedelta(minutes=1)  # the register is signed this long before a session
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,8 @@ class CrewModel:
     away: float = 0.3
     raps_no_show: float = 0.4
     redeem: float = 0.9
+    proxy: float = 0.15
+    decline: float = 0.005
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -78,6 +91,8 @@ class CrewLog:
     hand_drawn: dict[str, int] = field(default_factory=dict)  # draw -> tickets drawn by hand
     refused_tickets: dict[str, int] = field(default_factory=dict)  # draw -> tickets refused
     gave_up: list[str] = field(default_factory=list)
+    proxies: dict[str, dict[str, str]] = field(default_factory=dict)  # draw -> card -> proxy id
+    declined: dict[str, list[str]] = field(default_factory=dict)  # session -> signed cards
 
 
 class Crew:
@@ -92,18 +107,36 @@ class Crew:
             for d in p.draw_list
         }
         self._rounds = {d.id: round_instants(p, d) for d in p.draw_list}
+        cutoff = self._proxy_cutoff = dt.timedelta(minutes=p.claims.proxy_cutoff_minutes)
+        self._proxy_at = {
+            d.id: self._rounds[d.id][0] - cutoff - PROXY_LEAD
+            for d in p.draw_list
+            if self._rounds[d.id][0] - cutoff - PROXY_LEAD
+            >= dt.datetime.combine(d.date, p.claims.proxy_forms_open, p.zone)
+        }
+        self._sign_at = {
+            s.id: local(p, s.date, s.start) - DECLINE_LEAD
+            for s in p.jackpot_sessions
+            if s.decline_register
+        }
+        self._done: set[tuple[str, str]] = set()  # ("proxies" | "decline", draw or session)
         self._activated: set[str] = set()
         self._handled: set[tuple[str, int]] = set()  # (subject, claim id) already answered
         self._sessions: dict[str, tuple[dt.datetime, dt.datetime]] = {}
 
     def next_instant(self, after: dt.datetime) -> dt.datetime | None:
         """The next instant people act at of their own accord (activations)."""
-        later = [at for d, at in self._activate_at.items() if at > after]
-        return min(later, default=None)
+        own = [*self._activate_at.values(), *self._proxy_at.values(), *self._sign_at.values()]
+        return min((at for at in own if at > after), default=None)
 
     async def act(self, now: dt.datetime) -> None:
         """Everything people do at `now`, after the daemon's own actions of that instant."""
         for draw in self.promotion.draw_list:
+            proxy_at = self._proxy_at.get(draw.id)
+            if proxy_at is not None and proxy_at <= now and ("proxies", draw.id) not in self._done:
+                self._done.add(("proxies", draw.id))
+                if now < self._rounds[draw.id][0] - self._proxy_cutoff:  # forms still open
+                    await self._register_proxies(draw)
             if draw.id not in self._activated and self._activate_at[draw.id] <= now:
                 self._activated.add(draw.id)
                 if now < bin_closes_at(self.promotion, draw):
@@ -114,6 +147,11 @@ class Crew:
                     await self._hand_draw(draw, now)
                 await self._draw_claims(draw, now)
         for session in self.promotion.jackpot_sessions:
+            sign_at = self._sign_at.get(session.id)
+            if sign_at is not None and sign_at <= now and ("decline", session.id) not in self._done:
+                self._done.add(("decline", session.id))
+                if now < sign_at + DECLINE_LEAD:  # the register is still open
+                    await self._sign_register(session.id)
             if session.id not in self._sessions:  # random times come from Redis: read once
                 plan = await self.service.jackpots.load_plan(self.promotion.id, session.id)
                 self._sessions[session.id] = (plan.starts_at, plan.times[-1] + CLAIMS_AFTER)
@@ -122,8 +160,8 @@ class Crew:
                 await self._raps_claims(session.id)
 
     # -- members ----------------------------------------------------------------------------
-    async def _activate(self, draw: Draw, now: dt.datetime) -> None:
-        """Members holding tickets now activate, each with probability `activation`."""
+    async def _ticket_holders(self, draw: Draw) -> list[Member]:
+        """Members who hold tickets in `draw` now (by the daemon's live totals)."""
         p, store = self.promotion, self.service.promotion_store
         redis = store.redis
         if draw.qualification.kind is QualificationKind.ACTIVES:
@@ -137,12 +175,21 @@ class Crew:
             index = {c: t for c, t in zip(sorted(played), rows, strict=True) if t}
         cards = sorted(index)
         stats = await store.window_stats(p, draw, cards)
-        chosen = []
+        holders = []
         for card, st in zip(cards, stats, strict=True):
             member = Member.from_index(card, index[card])
             s = standing(p, draw, member, st, activated=False, on_date=draw.date, explain=False)
-            if s.tickets and chance(self.seed, "activate", draw.id, card) < self.model.activation:
-                chosen.append(member)
+            if s.tickets:
+                holders.append(member)
+        return holders
+
+    async def _activate(self, draw: Draw, now: dt.datetime) -> None:
+        """Members holding tickets now activate, each with probability `activation`."""
+        chosen = [
+            m
+            for m in await self._ticket_holders(draw)
+            if chance(self.seed, "activate", draw.id, m.card) < self.model.activation
+        ]
         done = refused = 0
         for at in range(0, len(chosen), _CHUNK):
             results = await asyncio.gather(
@@ -165,6 +212,42 @@ class Crew:
         return False
 
     # -- the desk ---------------------------------------------------------------------------
+    async def _register_proxies(self, draw: Draw) -> None:
+        """Ticket holders nominate a proxy on the desk's form, with probability `proxy`."""
+        registered = self.log.proxies.setdefault(draw.id, {})
+        for member in await self._ticket_holders(draw):
+            if chance(self.seed, "proxy", draw.id, member.card) >= self.model.proxy:
+                continue
+            proxy_id = f"PX-{member.card}"  # one proxy for one participant only
+            try:
+                await self.service.draws.register_proxy(
+                    self.promotion.id,
+                    draw.id,
+                    member.card,
+                    proxy_id=proxy_id,
+                    name=f"proxy of {member.card}",
+                    actor=DESK,
+                )
+            except (ClaimError, DrawError) as exc:
+                logger.info("rehearsal desk: proxy for %s refused: %s", member.card, exc)
+                continue
+            registered[member.card] = proxy_id
+
+    async def _sign_register(self, session_id: str) -> None:
+        """Registered members sign the session's decline register (`decline`)."""
+        signed = self.log.declined.setdefault(session_id, [])
+        store = self.service.promotion_store
+        members = cast(list[str], await store.redis.hkeys(store.keys.member_index))
+        for card in sorted(members):
+            if chance(self.seed, "decline", session_id, card) >= self.model.decline:
+                continue
+            try:
+                await self.service.jackpots.sign_decline(self.promotion.id, session_id, card, DESK)
+            except (RapsError, ClaimError, NotFoundError) as exc:  # unregistered, or too late
+                logger.info("rehearsal desk: %s cannot sign the register: %s", card, exc)
+                continue
+            signed.append(card)
+
     async def _hand_draw(self, draw: Draw, now: dt.datetime) -> None:
         """Draw tickets by hand for every manual round that is due and short of winners."""
         desk, pid = self.service.draws, self.promotion.id
@@ -210,9 +293,13 @@ class Crew:
             ):
                 continue
             self._handled.add((book.subject, claim_id))
-            if chance(self.seed, "no-show", book.subject, claim_id) < self.model.no_show:
+            proxy = self.log.proxies.get(draw.id, {}).get(claim.card)
+            if proxy is not None:  # the registered proxy presents for the winner
+                await desk.act(pid, draw.id, claim_id, "present", CREW, proxy_id=proxy)
+            elif chance(self.seed, "no-show", book.subject, claim_id) < self.model.no_show:
                 continue  # nobody comes: the scheduler records the no-show at the deadline
-            await desk.act(pid, draw.id, claim_id, "present", CREW)
+            else:
+                await desk.act(pid, draw.id, claim_id, "present", CREW)
             await desk.act(pid, draw.id, claim_id, "verify", CREW)
             book = await desk.book(pid, draw.id)
             reveals = book.reveal_sets.get(book.claim_round[claim_id][0])
@@ -234,7 +321,12 @@ class Crew:
             if claim.state is not RapsClaimState.ALERTED:
                 continue
             about = (book.subject, claim_id)
+            signed = claim.card in self.log.declined.get(session_id, [])
             await desk.act(pid, session_id, claim_id, "crew_arrived", CREW)
+            if signed:  # gone, as the register said: the scheduler settles it by the register
+                await desk.act(pid, session_id, claim_id, "not_at_device", CREW)
+                await desk.act(pid, session_id, claim_id, "announce", CREW)
+                continue
             if chance(self.seed, "away", *about) >= self.model.away:
                 await desk.act(pid, session_id, claim_id, "verify_at_device", CREW)
                 continue

@@ -175,14 +175,18 @@ def _winners(s: Json) -> str:
         if not d["winners"] and not d["seats"]:
             continue
         counts = ", ".join(f"{k}: {v}" for k, v in sorted(d["claims"].items()))
-        out.append(f"<h3>{esc(d['name'])} ({esc(d['date'])})</h3><p>claims: {esc(counts)}</p>")
+        by_proxy = sum(w.get("presented_by") == "proxy" for w in d["winners"])
+        proxies = f"; proxies registered: {d.get('proxies', 0)}, presented by a proxy: {by_proxy}"
+        out.append(
+            f"<h3>{esc(d['name'])} ({esc(d['date'])})</h3><p>claims: {esc(counts + proxies)}</p>"
+        )
         rows = [
             [
                 num(w["round"]),
                 esc(w["tombola"]),
                 esc(w["card"]),
                 esc(w["tier"]),
-                esc(w["state"]),
+                esc(w["state"] + (" (by proxy)" if w.get("presented_by") == "proxy" else "")),
                 rand(w["prize_cents"]),
             ]
             for w in d["winners"]
@@ -197,7 +201,10 @@ def _winners(s: Json) -> str:
     for session in s["jackpots"]:
         if session["status"] != "run":
             continue
-        out.append(f"<h3>RAPS {esc(session['id'])}</h3>")
+        signed = session.get("decline_register", 0)
+        out.append(
+            f"<h3>RAPS {esc(session['id'])}</h3><p>signed the decline register: {num(signed)}</p>"
+        )
         rows = [
             [
                 num(j["number"]),

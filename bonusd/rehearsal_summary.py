@@ -275,13 +275,22 @@ async def _book(service: Service, p: Promotion, d: Draw, out: Json) -> None:
                 "card": claim.card,
                 "tier": tier_of[claim.card],
                 "state": str(claim.state),
+                "presented_by": _presenter(claim.presenter, claim.card),
                 "prize_cents": claim.prize.value_cents if claim.prize else None,
             }
         )
+    out["proxies"] = len(book.proxies.proxies)
     out["claims"] = dict(Counter(str(c.state) for c in book.claims.values()))
     out["won"] = sum(c.state is not DrawClaimState.NO_SHOW for c in book.claims.values())
     records = await service.audit.ledger(book.subject)
     out["exceptions"] = [r.payload.get("note", "") for r in records if r.kind == Kind.EXCEPTION]
+
+
+def _presenter(presenter: str | None, card: str) -> str | None:
+    """Who presented a draw winner's claim: the winner, their proxy, or nobody (yet)."""
+    if presenter is None:
+        return None
+    return "winner" if presenter == card else "proxy"
 
 
 async def _session(service: Service, p: Promotion, s: JackpotSession, end: dt.datetime) -> Json:
@@ -291,6 +300,7 @@ async def _session(service: Service, p: Promotion, s: JackpotSession, end: dt.da
         out["status"] = "after the rehearsal"
         return out
     book = await service.jackpots.book(p.id, s.id)
+    out["decline_register"] = len(book.register.signed)
     for n, st in book.jackpots.items():
         claims = [book.claims[c] for c in st.claims]
         winner = next((c for c in claims if c.won), None)

@@ -6,6 +6,12 @@ Each action runs once: a marker in Redis (`fired:{instant}:{action}:{ids}`) is w
 when it has run, and a restarted daemon runs what it missed, in order, late rather than
 never. Handlers are idempotent, so a crash between running and marking only repeats work
 that changes nothing.
+
+Only the site's leader runs the scheduler. With a `Fence` (bonusd/leader.py), the check
+before an action and its marker are scripts that first compare the lease with this
+daemon's fencing token: a leader that lost its lease (paused, cut off) is refused
+(`FencedOut`) and its timetable stops, so it can neither start nor mark an action the
+new leader owns.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from bonusd.backoff import Backoff, pause
 from bonusd.clock import Clock, sleep_until_or_stop
 from bonusd.errors import BonusdError
 from bonusd.keys import Keys
+from bonusd.leader import Claim, Fence, FencedOut
 from bonusd.promotions import Action, Promotion, TimedAction, schedule
 from bonusd.store import REDIS_ERRORS
 
@@ -55,12 +62,14 @@ class Scheduler:
         redis: Redis,
         keys: Keys,
         handlers: Mapping[Action, Handler],
+        fence: Fence | None = None,
     ) -> None:
         self._promotions = tuple(promotions)
         self._clock = clock
         self._redis = redis
         self._keys = keys
         self._handlers = dict(handlers)
+        self._fence = fence
         self._reloaded = asyncio.Event()
         self.fired = 0
         self.caught_up = asyncio.Event()  # set once nothing due is left to run
@@ -140,6 +149,9 @@ class Scheduler:
                     logger.warning("%s waits for Redis (%s)", action.action.value, exc)
                     if await pause(stop, backoff.next_delay()):
                         return
+                except FencedOut as exc:
+                    logger.error("scheduler stops: %s", exc)
+                    return
                 except BonusdError as exc:
                     # a refused step (e.g. an altered draw) must not stop every other
                     # promotion's timetable; it stays unmarked, so a restart tries again
@@ -150,12 +162,20 @@ class Scheduler:
 
     async def _fire(self, action: TimedAction) -> None:
         marker = self._marker(action)
-        if await self._redis.exists(marker):
+        if self._fence is not None:
+            if await self._fence.claim(marker) is Claim.FIRED:
+                return
+        elif await self._redis.exists(marker):
             return
         late = self._clock.now() - action.at
         if late > dt.timedelta(minutes=1):
             logger.warning("running %s %s late by %s", action.action, "/".join(action.ids), late)
         await self._handlers[action.action](action)
-        await self._redis.set(marker, self._clock.now().isoformat())
+        if self._fence is not None:
+            if not await self._fence.mark(marker, self._clock.now().isoformat()):
+                logger.warning("%s %s was marked by another leader", action.action.value, marker)
+                return
+        else:
+            await self._redis.set(marker, self._clock.now().isoformat())
         self.fired += 1
         logger.info("%s %s done", action.action.value, "/".join(action.ids))

@@ -3,9 +3,13 @@
     async with Service(settings) as service:
         await service.run()        # until SIGTERM/SIGINT or service.stop()
 
-Startup opens the Redis pool and loads the scripts; the main phase runs ingest, the idle
-sweeper and the HTTP server in one TaskGroup; shutdown stops intake, lets the consumer
-commit what it holds, stops the HTTP server and closes the pool, within deadlines.
+Startup opens the Redis pool and loads the scripts; the main phase runs ingest, the push,
+the HTTP server and the leader election in one TaskGroup. While this daemon holds the
+site's lease (bonusd/leader.py, docs/leader.md) it also runs the leader's tasks: the
+scheduler with its timed actions (bonusd/actions.py), the claim timers, the SMS notices
+and the idle sweeper. Shutdown stops intake, lets the consumer commit what it holds, stops
+the leader's tasks and releases the lease, stops the HTTP server and closes the pool,
+within deadlines.
 """
 
 from __future__ import annotations
@@ -21,34 +25,30 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import redis.asyncio as aioredis
 import uvicorn
 
 from bonusd.accounting import PromotionBook
+from bonusd.actions import ScheduledActions
 from bonusd.api import ApiContext, create_app
 from bonusd.audit import Kind
 from bonusd.audit_store import AuditStore
 from bonusd.auth import TokenStore
-from bonusd.backoff import Backoff
 from bonusd.claimtimers import ClaimTimers
-from bonusd.clock import Clock, GamingCalendar, SharedClock, clock_from, sleep_until_or_stop
+from bonusd.clock import Clock, GamingCalendar, SharedClock, clock_from
 from bonusd.drawdesk import DrawDesk
 from bonusd.health import Health
+from bonusd.idlesweep import sweep_idle
 from bonusd.ingest import CommitHook, Ingest, MqttTarget
 from bonusd.jackpotdesk import JackpotDesk
 from bonusd.keys import Keys
+from bonusd.leader import Leadership
 from bonusd.metrics import Metrics
 from bonusd.notifier import SmsNotifier
 from bonusd.outbox import Outbox
-from bonusd.promotions import (
-    Action,
-    Promotion,
-    Side,
-    TimedAction,
-    diff_promotions,
-    load_promotions,
-)
+from bonusd.promotions import Promotion, diff_promotions, load_promotions
 from bonusd.push import PushHub
+from bonusd.ratelimit import RateLimits
+from bonusd.redisclient import redis_client
 from bonusd.scheduler import Scheduler
 from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
@@ -99,18 +99,7 @@ class Service:
         self.health = Health()
         self.stop_event = asyncio.Event()
         self._serve_http = serve_http
-        # a burst of requests (2,000 screens reconnecting) waits for a connection instead
-        # of failing: redis-py's default pool refuses beyond its cap
-        pool = aioredis.BlockingConnectionPool.from_url(
-            settings.redis_url,
-            decode_responses=True,
-            socket_timeout=10,
-            socket_connect_timeout=5,
-            health_check_interval=15,
-            max_connections=settings.redis_max_connections,
-            timeout=10,
-        )
-        self.redis = aioredis.Redis(connection_pool=pool)
+        self.redis = redis_client(settings, daemon=True)  # one Redis or a Redis Cluster
         self.clock = clock or clock_from(
             settings.clock_start,
             settings.clock_speed,
@@ -139,7 +128,7 @@ class Service:
             ),
         )
         self.ingest = Ingest(
-            target=MqttTarget.from_url(settings.mqtt_url),
+            target=MqttTarget.from_settings(settings),
             client_id=settings.client_id,
             topic_filter=self.decoder.topic_filter(),
             shared_group=settings.mqtt_shared_group,
@@ -154,7 +143,7 @@ class Service:
             backoff_max_s=settings.backoff_max_s,
             on_commit=on_commit,
         )
-        self.tokens = TokenStore(self.redis, self.keys)
+        self.tokens = TokenStore(self.redis, self.keys, RateLimits.from_settings(settings))
         self.audit = AuditStore(self.redis, self.keys)
         self.promotion_store = PromotionStore(self.redis, self.keys, self.promotions)
         self.draws = DrawDesk(
@@ -174,12 +163,6 @@ class Service:
             calendar=self.calendar,
             on_deadline_change=self._poke_timers,
         )
-        self.timers = ClaimTimers(
-            redis=self.redis,
-            key=self.draws.deadlines,
-            clock=self.clock,
-            owners={"draw": self._draw_timers, "raps": self._raps_timers},
-        )
         self.notices = SmsNotifier(  # SMS to winners who opted in (docs/notices.md)
             settings=settings,
             outbox=Outbox(self.redis, self.keys),
@@ -189,6 +172,34 @@ class Service:
             metrics=self.metrics,
         )
         self.push = self._push_hub(settings)  # live views for screens and handhelds
+        self.leader = Leadership(  # who runs the work that must run once (docs/leader.md)
+            redis=self.redis,
+            keys=self.keys,
+            holder=settings.client_id,
+            ttl_s=settings.leader_ttl_s,
+            renew_s=settings.leader_renew_s,
+            poll_s=settings.leader_poll_s,
+            health=self.health,
+            metrics=self.metrics,
+        )
+        self.actions = ScheduledActions(
+            redis=self.redis,
+            keys=self.keys,
+            clock=self.clock,
+            draw_grace=dt.timedelta(seconds=settings.draw_grace_s),
+            promotions=self.promotion_store,
+            draws=self.draws,
+            jackpots=self.jackpots,
+            push=self.push,
+        )
+        self.timers = ClaimTimers(
+            redis=self.redis,
+            key=self.draws.deadlines,
+            clock=self.clock,
+            owners=self.actions.timer_owners(),
+            fence=self.leader.fence,
+            channel=self.push.channel,  # steps taken on the site's other daemons
+        )
         self.app = create_app(
             ApiContext(
                 store=self.store,
@@ -212,17 +223,8 @@ class Service:
             clock=self.clock,
             redis=self.redis,
             keys=self.keys,
-            handlers={
-                Action.LEADERBOARD_PUBLISH: self._publish_boards,
-                Action.ACTIVATION_OPENS: self._commit_seeds,
-                Action.BIN_CLOSES: self._close_bin,
-                Action.DRAW_ROUND: self._draw_round,
-                Action.PRIZE_LETTERS_LAPSE: self._lapse_letters,
-                Action.JACKPOT_SESSION_STARTS: self._jackpot_seeds,
-                Action.JACKPOT: self._jackpot,
-                Action.MULTIPLIER_STARTS: self._multiplier_starts,
-                Action.MULTIPLIER_ENDS: self._multiplier_ends,
-            },
+            handlers=self.actions.handlers(),
+            fence=self.leader.fence,
         )
         self._http: uvicorn.Server | None = None
 
@@ -265,12 +267,9 @@ class Service:
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.ingest.run(self.stop_event), name="ingest")
-                tg.create_task(self._sweep_idle(), name="idle-sweeper")
                 tg.create_task(self._watch_redis(), name="redis-watch")
-                tg.create_task(self.scheduler.run(self.stop_event), name="scheduler")
-                tg.create_task(self.timers.run(self.stop_event), name="claim-timers")
-                tg.create_task(self.notices.run(self.stop_event), name="sms-notices")
                 tg.create_task(self.push.run(self.stop_event), name="push")
+                tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
                 if isinstance(self.clock, SharedClock):
                     tg.create_task(self.clock.watch(self.stop_event), name="clock-watch")
                 if self._serve_http:
@@ -285,6 +284,21 @@ class Service:
             if install_signal_handlers:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
+
+    async def _lead(self, stop: asyncio.Event) -> None:
+        """What only the site's leader runs, until `stop` (docs/leader.md)."""
+        sweeper = sweep_idle(
+            store=self.store,
+            clock=self.clock,
+            metrics=self.metrics,
+            settings=self.settings,
+            stop=stop,
+        )
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.scheduler.run(stop), name="scheduler")
+            tg.create_task(self.timers.run(stop), name="claim-timers")
+            tg.create_task(self.notices.run(stop), name="sms-notices")
+            tg.create_task(sweeper, name="idle-sweeper")
 
     # -- rule changes -----------------------------------------------------------------------
 
@@ -321,90 +335,8 @@ class Service:
         logger.warning("promotion rules reloaded by %s: %d change record(s)", actor, len(records))
         return records
 
-    # -- scheduled actions (each idempotent: see scheduler.py) ------------------------------
-
-    async def _publish_boards(self, action: TimedAction) -> None:
-        promotion_id, draw_id = action.ids
-        for side in Side:
-            try:
-                await self.promotion_store.publish_board(promotion_id, draw_id, side, action.at)
-            except ValueError:
-                continue  # this draw has no board on that side
-        await self.push.announce("boards")
-
-    async def _commit_seeds(self, action: TimedAction) -> None:
-        promotion_id, draw_id = action.ids
-        await self.draws.commit_seeds(promotion_id, draw_id)
-
-    async def _close_bin(self, action: TimedAction) -> None:
-        promotion_id, draw_id = action.ids
-        await self.draws.close_bin(promotion_id, draw_id)
-        pool = await self.promotion_store.pool(promotion_id, draw_id)
-        logger.info(
-            "entry bin of %s/%s closed: pool %s", promotion_id, draw_id, pool and pool.sha256
-        )
-
-    async def _draw_round(self, action: TimedAction) -> None:
-        """Draw a round at its time. A round missed by more than the grace (the daemon was
-        down) is not drawn behind the floor's back: it is reported and the desk runs it."""
-        promotion_id, draw_id, number = action.ids
-        plan = self.draws.plan(promotion_id, draw_id)
-        if plan.manual:
-            logger.info("%s round %s is manual: the desk enters the tickets", plan.subject, number)
-            return
-        late = self.clock.now() - action.at
-        if late > dt.timedelta(seconds=self.settings.draw_grace_s):
-            await self.draws.missed(promotion_id, draw_id, int(number), late)
-            return
-        records = await self.draws.run_round(promotion_id, draw_id, int(number))
-        picks = [r.payload["card"] for r in records if r.kind == Kind.PICK]
-        logger.info("%s round %s drawn: %d winner(s)", plan.subject, number, len(picks))
-
-    async def _lapse_letters(self, action: TimedAction) -> None:
-        promotion_id, draw_id = action.ids
-        await self.draws.run_due(promotion_id, draw_id)
-
-    async def _jackpot_seeds(self, action: TimedAction) -> None:
-        promotion_id, session_id = action.ids
-        await self.jackpots.commit_seeds(promotion_id, session_id)
-
-    async def _jackpot(self, action: TimedAction) -> None:
-        """A RAPS jackpot at its time; one missed by more than the grace is recorded (an
-        exception record) and left to the desk."""
-        promotion_id, session_id, number = action.ids
-        late = self.clock.now() - action.at
-        if late > dt.timedelta(seconds=self.settings.draw_grace_s):
-            logger.warning(
-                "jackpot %s/%s #%s missed by %s: the desk runs it",
-                promotion_id,
-                session_id,
-                number,
-                late,
-            )
-            await self.jackpots.missed(promotion_id, session_id, int(number), late)
-            return
-        records = await self.jackpots.run_jackpot(promotion_id, session_id, int(number))
-        picks = [r.payload["card"] for r in records if r.kind == Kind.PICK]
-        logger.info("jackpot %s/%s #%s: %d winner(s)", promotion_id, session_id, number, len(picks))
-
-    async def _raps_timers(self, subject: str) -> int:
-        promotion_id, _, session_id = subject.partition(".")
-        return await self.jackpots.run_due(promotion_id, session_id)
-
     def _poke_timers(self) -> None:
         self.timers.poke()
-
-    async def _draw_timers(self, subject: str) -> int:
-        promotion_id, draw_id = self.draws.resolve(subject)
-        return await self.draws.run_due(promotion_id, draw_id)
-
-    async def _multiplier_starts(self, action: TimedAction) -> None:
-        await self.redis.sadd(self.keys.active_multipliers, ":".join(action.ids))
-        await self.push.announce("multiplier")
-
-    async def _multiplier_ends(self, action: TimedAction) -> None:
-        await self.redis.srem(self.keys.active_multipliers, ":".join(action.ids))
-        await self.push.announce("multiplier")
 
     def _push_hub(self, settings: Settings) -> PushHub:
         """The push hub, reading books through desks of its own: a book the service's desks
@@ -471,23 +403,3 @@ class Service:
             tg.create_task(server.serve(), name="uvicorn")
             await self.stop_event.wait()
             server.should_exit = True
-
-    async def _sweep_idle(self) -> None:
-        """End sessions whose card-out was lost, checking every quarter of the timeout."""
-        timeout = self.settings.session_idle_timeout_s
-        interval = dt.timedelta(seconds=min(60, timeout / 4))
-        backoff = Backoff(cap=self.settings.backoff_max_s)
-        while not self.stop_event.is_set():
-            wake = self.clock.now() + interval
-            if await sleep_until_or_stop(self.clock, wake, self.stop_event):
-                return
-            try:
-                ended = await self.store.sweep_idle(self.clock.now(), timeout)
-            except REDIS_ERRORS as exc:
-                logger.warning("idle sweep skipped, Redis unavailable (%s)", exc)
-                await asyncio.sleep(backoff.next_delay())
-                continue
-            backoff.reset()
-            if ended:
-                self.metrics.sessions_idled.inc(len(ended))
-                logger.info("ended %d idle session(s) with no card-out", len(ended))

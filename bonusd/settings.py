@@ -21,6 +21,9 @@ class Settings(BaseSettings):
 
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_max_connections: int = Field(default=200, ge=8, le=10_000)
+    # Redis Cluster (docs/scaling.md): BONUSD_REDIS_URL names one node, the client finds
+    # the rest; BONUSD_REDIS_MAX_CONNECTIONS is then the cap per node
+    redis_cluster: bool = False
     mqtt_url: str = "mqtt://127.0.0.1:1883"
     site: str = Field(default="demo", pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")
     http_host: str = "127.0.0.1"
@@ -61,8 +64,68 @@ class Settings(BaseSettings):
     push_ping_s: int = Field(default=10, ge=1, le=300)
     push_handshake_s: float = Field(default=10.0, gt=0, le=300)
     push_deflate: bool = False  # per-message compression (docs/benchmarks.md, "Push")
+    # leader election (docs/leader.md): the leader renews its lease every RENEW_S and
+    # steps down before TTL_S runs out; a standby polls every POLL_S, so it takes over
+    # within TTL_S + POLL_S of the leader's death (6 s with these defaults)
+    leader_ttl_s: float = Field(default=5.0, ge=1.0, le=60.0)
+    leader_renew_s: float = Field(default=1.5, gt=0, le=20.0)
+    leader_poll_s: float = Field(default=1.0, gt=0, le=30.0)
+
+    # --- security (docs/security.md) ------------------------------------------------------
+    # bonusd's own MQTT account and TLS (deploy/mosquitto/README.md, "Secure broker"). TLS
+    # is on with an mqtts:// BONUSD_MQTT_URL; these override a user:password in the URL.
+    mqtt_username: str = ""
+    mqtt_password: SecretStr = SecretStr("")
+    mqtt_tls_ca_file: Path | None = None  # the CA that signed the broker's certificate
+    mqtt_tls_cert_file: Path | None = None  # a client certificate, if the broker asks
+    mqtt_tls_key_file: Path | None = None  # its private key
+    # rate limits, counted in Redis per window of the daemon's clock (bonusd/ratelimit.py)
+    limit_auth_failures_per_client: int = Field(default=20, ge=1)  # failed token checks
+    limit_auth_failures_per_token: int = Field(default=10, ge=1)  # ... for one token id
+    limit_auth_window_s: int = Field(default=300, ge=1, le=86_400)
+    limit_activations_per_card: int = Field(default=6, ge=1)
+    limit_activations_per_token: int = Field(default=1200, ge=1)  # a kiosk or the app
+    limit_activation_window_s: int = Field(default=60, ge=1, le=86_400)
+    # --- end of security --------------------------------------------------------------------
 
     promotions: Path = Path("promotions")
+
+    # -- data retention (docs/retention.md): BONUSD_RETENTION_* -----------------------------
+    retention_interval_s: int = Field(default=3600, ge=10)  # daemon-clock seconds between sweeps
+    retention_batch: int = Field(default=1000, ge=10, le=100_000)  # keys per Redis call
+    retention_gaming_days: int = Field(default=120, ge=2, le=36_600)  # per-day totals kept
+    retention_campaign_grace_days: int = Field(default=90, ge=0, le=36_600)  # after a campaign
+    retention_deadletter_days: int = Field(default=30, ge=1, le=36_600)
+    retention_token_days: int = Field(default=90, ge=0, le=36_600)  # after expiry/revocation
+    retention_audit_archive: Path = Path("audit-archive")  # {prefix}-{site}/audit-YYYY-MM.jsonl
+    retention_audit_days: int = 1096  # archive files kept; three years at least
+
+    @field_validator("retention_audit_days")
+    @classmethod
+    def _audit_three_years(cls, value: int) -> int:
+        if value < 1096:
+            msg = (
+                f"audit records must be kept at least three years (1096 days, the "
+                f"promotion-competition rules), got {value}; raise it or leave it unset"
+            )
+            raise ValueError(msg)
+        return value
+
+    @field_validator("retention_gaming_days")
+    @classmethod
+    def _days_outlive_dedup(cls, value: int, info: ValidationInfo) -> int:
+        window = info.data.get("dedup_window_s", 0)
+        if value * 86_400 <= window + 86_400:
+            msg = (
+                f"gaming days must be kept longer than the de-duplication window plus a day "
+                f"(BONUSD_DEDUP_WINDOW_S={window}), or a late event would re-create a removed "
+                f"day; got {value} day(s)"
+            )
+            raise ValueError(msg)
+        return value
+
+    # -- end of data retention ---------------------------------------------------------------
+
     log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
 
     @field_validator("timezone")
@@ -103,6 +166,16 @@ class Settings(BaseSettings):
             raise ValueError(msg)
         return value
 
+    @field_validator("mqtt_tls_ca_file", "mqtt_tls_cert_file", "mqtt_tls_key_file")
+    @classmethod
+    def _tls_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        name = f"BONUSD_{(info.field_name or '').upper()}"
+        if value is not None and not value.is_file():
+            raise ValueError(f"{name}: no file at {value}")
+        if value is not None and urlsplit(str(info.data.get("mqtt_url", ""))).scheme != "mqtts":
+            raise ValueError(f"{name} is set, so BONUSD_MQTT_URL must start with mqtts://")
+        return value
+
     @field_validator("sms_webhook_url")
     @classmethod
     def _webhook_scheme(cls, value: str) -> str:
@@ -122,6 +195,28 @@ class Settings(BaseSettings):
             )
             raise ValueError(msg)
         return value
+
+    @field_validator("leader_renew_s", "leader_poll_s")
+    @classmethod
+    def _within_ttl(cls, value: float, info: ValidationInfo) -> float:
+        ttl = info.data.get("leader_ttl_s")
+        if ttl is None:
+            return value  # the TTL itself is invalid: reported on its own
+        if info.field_name == "leader_renew_s" and value > ttl / 3:
+            msg = (
+                f"must be at most a third of BONUSD_LEADER_TTL_S ({ttl:g} s), so a failed "
+                f"renewal is retried before the leader steps down; got {value:g}"
+            )
+            raise ValueError(msg)
+        if info.field_name == "leader_poll_s" and value > ttl:
+            msg = f"must not exceed BONUSD_LEADER_TTL_S ({ttl:g} s); got {value:g}"
+            raise ValueError(msg)
+        return value
+
+    @property
+    def leader_takeover_bound_s(self) -> float:
+        """The longest a standby may take to lead after the leader's death (kill -9)."""
+        return self.leader_ttl_s + self.leader_poll_s
 
     @property
     def zone(self) -> ZoneInfo:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.exceptions import WatchError
 
 from bonusd.errors import BonusdError, NotFoundError
 from bonusd.keys import Keys
@@ -302,11 +303,25 @@ class PromotionStore:
             ],
         }
         text = json.dumps(snapshot)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.set(self.key("lbpub", promotion_id, draw_id, side.value), text)
-            pipe.lpush(self.key("lbhist", promotion_id, draw_id, side.value), text)
-            await pipe.execute()
-        return snapshot
+        latest = self.key("lbpub", promotion_id, draw_id, side.value)
+        # once per instant: a run again after a crash (before the scheduler's marker) keeps
+        # the board first published then, and adds no second copy to the history
+        while True:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                await pipe.watch(latest)
+                current = await pipe.get(latest)
+                if current is not None:
+                    published = cast(dict[str, Any], json.loads(current))
+                    if published.get("published_at") == snapshot["published_at"]:
+                        return published
+                pipe.multi()  # type: ignore[no-untyped-call]
+                pipe.set(latest, text)
+                pipe.lpush(self.key("lbhist", promotion_id, draw_id, side.value), text)
+                try:
+                    await pipe.execute()
+                except WatchError:
+                    continue  # another daemon published meanwhile: look again
+            return snapshot
 
     async def published_board(self, promotion_id: str, draw_id: str, side: Side) -> dict[str, Any]:
         self.draw(promotion_id, draw_id)

@@ -7,7 +7,7 @@ idempotently by event id; everything else here is a read or an import.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
@@ -51,6 +51,8 @@ class BatchResult:
     dead_letters: int
 
 
+IMPORT_BATCH = 5_000  # members per atomic write of an import (one MULTI/EXEC each)
+
 # what an outage of Redis looks like to a client: wait and retry, never crash on it
 REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 _json = msgspec.json.Encoder()
@@ -81,6 +83,8 @@ class FloorStore:
         self._dl_bytes = deadletter_payload_bytes
         self._apply = redis.register_script(_script("apply.lua"))
         self._sweep = redis.register_script(_script("sweep.lua"))
+        self._member_rows = _script("member_rows.lua")
+        self._reindex = redis.register_script(_script("reindex.lua"))
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -135,18 +139,62 @@ class FloorStore:
         )
         return ended
 
-    async def import_members(self, members: list[Member]) -> int:
-        """Create or update members (one transaction); returns how many were written."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            for m in members:
-                key = self.keys.member(m.card)
-                pipe.delete(key)
-                pipe.hset(key, mapping=cast(Mapping[Any, Any], m.to_redis()))
-                pipe.hset(self.keys.member_index, m.card, m.to_index())
-                pipe.sadd(self.keys.members, m.card)
-                pipe.srem(self.keys.unregistered, m.card)
-            await pipe.execute()
+    async def import_members(
+        self,
+        members: list[Member],
+        *,
+        batch_size: int = IMPORT_BATCH,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Create or update members in batches of `batch_size`, each one transaction (a
+        member is written whole or not at all; a failed import can simply be run again),
+        with the tier and exclusion of those on the floor refreshed in their `floor-row`.
+        `progress` is told how many members each batch wrote. Returns how many in all."""
+        if batch_size < 1:
+            raise ValueError("the import batch size is at least 1")
+        for start in range(0, len(members), batch_size):
+            part = members[start : start + batch_size]
+            async with self.redis.pipeline(transaction=True) as pipe:
+                for m in part:
+                    key = self.keys.member(m.card)
+                    pipe.delete(key)
+                    pipe.hset(key, mapping=cast(Mapping[Any, Any], m.to_redis()))
+                    pipe.hset(self.keys.member_index, m.card, m.to_index())
+                    pipe.sadd(self.keys.members, m.card)
+                    pipe.srem(self.keys.unregistered, m.card)
+                rows = [self.keys.floor_row, self.keys.member_index]
+                # EVAL, not the Script's EVALSHA: Redis Cluster pipelines refuse EVALSHA
+                pipe.eval(self._member_rows, len(rows), *rows, *[m.card for m in part])
+                await pipe.execute()
+            if progress is not None:
+                progress(len(part))
         return len(members)
+
+    async def reindex_floor(
+        self,
+        day: dt.date,
+        *,
+        batch_size: int = 1_000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Rebuild `floor-place`, `floor-row` and the day spend RAPS reads from the session
+        hashes of the cards on the floor (data written before those indexes existed), and
+        drop the entries of cards no longer on it; `day` is the gaming day of a session that
+        does not record one (today's). Idempotent, and safe beside a running ingest: each
+        batch of cards is one atomic script call that reads the sessions as they are then.
+        Returns how many cards are on the floor."""
+        cards = set(cast(list[str], await self.redis.zrange(self.keys.lastseen, 0, -1)))
+        cards |= set(cast(list[str], await self.redis.hkeys(self.keys.floor_row)))
+        cards |= set(cast(list[str], await self.redis.hkeys(self.keys.floor_place)))
+        ordered, active = sorted(cards), 0
+        for start in range(0, len(ordered), batch_size):
+            part = ordered[start : start + batch_size]
+            args = [self.keys.base, day.isoformat(), *part]
+            active += int(await self._reindex(keys=[self.keys.floor_row], args=args))
+            if progress is not None:
+                progress(len(part))
+        await self.redis.delete(self.keys.base + "floor-lastplay")  # retired: floor-row has it
+        return active
 
     async def import_devices(self, devices: list[Device]) -> int:
         async with self.redis.pipeline(transaction=True) as pipe:

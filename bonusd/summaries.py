@@ -4,13 +4,17 @@ ingest keeps (`pwf:{promotion}:{draw}:{field}`, card -> value)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+import redis.exceptions
 
+from bonusd.errors import ServiceUnavailableError
 from bonusd.promotions import Promotion, Side
 from bonusd.promotions.bulk import (
     TIERS,
@@ -51,6 +55,49 @@ class _Fetched:
 
 
 _Index = tuple[dict[str, int], MemberArrays]
+
+# HMGET batch for a summary's member rows: packing and parsing one batch is the longest
+# the event loop is held at a time (~2 ms), and other work runs between batches
+_ROWS_PER_READ = 1_000
+
+
+def _summarise(  # noqa: PLR0917 -- private; runs in a worker thread on data nobody else holds
+    p: Promotion,
+    draw: Draw,
+    fetched: _Fetched,
+    cards: Sequence[str],
+    texts: Sequence[str | None],
+    since: dt.date | None,
+) -> dict[str, Any]:
+    """A draw's summary from its fetched replies: every per-member step (parsing the
+    member rows, the columns, the bulk rules, the totals) is here, off the event loop."""
+    members = MemberArrays.from_index(cards, texts)
+    rows_of = {card: n for n, card in enumerate(cards)}
+    stats = StatArrays(
+        **{name: _column(rows_of, fetched.columns.get(name, {})) for name in _BULK_FIELDS},
+        telemetry_since=since,
+    )
+    bulk = bulk_standings(p, draw, members, stats)
+    act = np.fromiter((c in fetched.activated for c in cards), np.bool_, len(cards))
+    by_tier = {}
+    for code, tier in enumerate(TIERS):
+        mine = members.tier == code
+        by_tier[tier.value] = {
+            "qualified": int((bulk.qualified & mine).sum()),
+            "tickets": int(bulk.tickets[mine].sum()),
+        }
+    return {
+        "promotion": p.id,
+        "draw": draw.id,
+        "members_with_play": len(cards),
+        "eligible": int(bulk.eligible.sum()),
+        "qualified": int(bulk.qualified.sum()),
+        "activated": int(act.sum()),
+        "tickets": int(bulk.tickets.sum()),
+        "entries": int(bulk.tickets[act].sum()),
+        "per_tombola": {str(t): int(v.sum()) for t, v in bulk.per_tombola.items()},
+        "by_tier": by_tier,
+    }
 
 
 def _index(raw: dict[str, str]) -> _Index:
@@ -130,30 +177,32 @@ class DrawSummaries:
         return cards, members, stats, fetched
 
     async def summary(self, promotion_id: str, draw_id: str) -> dict[str, Any]:
-        """Counts and ticket totals of a draw over its whole member base (bulk rules)."""
+        """Counts and ticket totals of a draw over its whole member base (bulk rules).
+
+        The event loop only sends the reads and takes the replies: the member rows read
+        are those of members with play or an activation in the draw (not the whole
+        index), and the per-member work runs in a worker thread. A Redis timeout is
+        `ServiceUnavailableError` (the desk may retry), not an internal error."""
         p, draw = self._store.draw(promotion_id, draw_id)
-        cards, members, stats, fetched = await self._arrays(p, draw)
-        bulk = bulk_standings(p, draw, members, stats)
-        act = np.isin(cards, np.array(sorted(fetched.activated), dtype=np.str_))
-        by_tier = {}
-        for code, tier in enumerate(TIERS):
-            mine = members.tier == code
-            by_tier[tier.value] = {
-                "qualified": int((bulk.qualified & mine).sum()),
-                "tickets": int(bulk.tickets[mine].sum()),
-            }
-        return {
-            "promotion": p.id,
-            "draw": draw.id,
-            "members_with_play": len(cards),
-            "eligible": int(bulk.eligible.sum()),
-            "qualified": int(bulk.qualified.sum()),
-            "activated": int(act.sum()),
-            "tickets": int(bulk.tickets.sum()),
-            "entries": int(bulk.tickets[act].sum()),
-            "per_tombola": {str(t): int(v.sum()) for t, v in bulk.per_tombola.items()},
-            "by_tier": by_tier,
-        }
+        try:
+            (fetched,), _, since = await self._fetch(p, [draw], with_index=False)
+            cards = list(fetched.columns["visits"].keys() | fetched.activated)
+            texts = await self._member_rows(cards)
+        except (redis.exceptions.TimeoutError, redis.exceptions.ConnectionError) as exc:
+            raise ServiceUnavailableError(
+                f"the summary of {promotion_id}/{draw_id} could not be read from Redis "
+                f"({type(exc).__name__}: {exc}); Redis is slow or unreachable, try again"
+            ) from exc
+        return await asyncio.to_thread(_summarise, p, draw, fetched, cards, texts, since)
+
+    async def _member_rows(self, cards: Sequence[str]) -> list[str | None]:
+        """The member index rows of `cards` (None: never registered), one bounded batch
+        at a time so that the loop serves others between them."""
+        rows: list[str | None] = []
+        for at in range(0, len(cards), _ROWS_PER_READ):
+            batch = list(cards[at : at + _ROWS_PER_READ])
+            rows += cast(list[str | None], await self._redis.hmget(self._keys.member_index, batch))
+        return rows
 
     async def recompute(self, promotion_id: str) -> dict[str, dict[str, int]]:
         """Every standing and every board of a promotion, recomputed from the live totals

@@ -5,24 +5,18 @@ in the same run.
     python loadtests/bench_draws.py [--runs 50] [--members 200000] [--tickets 1000000]
                                     [--cold 5] [--actives 20000]
 
-Draws. Set-up (not timed): a throwaway promotion (a temporary TOML, loaded with the real
-loader) with a series of `--runs` + `--cold` nightly draws, each one round of 15 pooled
-winners; `--members` members imported through the real import path; for every draw the
-entry pool the promotion engine freezes at bin close (`--tickets` tickets in total, at
-least one each, the rest spread log-normally), stored under the draw's pool key; then
-`commit_seeds` and `close_bin` (which freezes the round's pool and archives its file).
+Draws (set-up not timed): a throwaway promotion (temporary TOML, real loader) with
+`--runs` + `--cold` nightly draws of one round of 15 pooled winners; `--members` members
+imported through the real import path; per draw, the entry pool frozen at bin close
+(`--tickets` tickets, one each, the rest log-normal), `commit_seeds` and `close_bin`.
+Timed: `DrawDesk.run_round(promotion, draw, 1)` until the 15 pick and 15 claim records
+are committed. Warm: the desk that closed the bin. Cold: a fresh desk (as after a
+restart) rebuilding its book from the ledger and the archived pool file; a bare GET of
+that file is its baseline.
 
-Timed, per draw: `DrawDesk.run_round(promotion, draw, 1)` — the trigger the scheduler
-fires at the draw time — until the 15 pick and 15 claim records are committed (ledger,
-hash-chained audit trail and deadline index in one atomic commit). Warm: the desk that
-closed the bin (book and pool in memory), as a running daemon draws. Cold: a fresh desk
-(as after a restart), which must rebuild the book from the ledger, fetching and parsing
-the archived 1,000,000-ticket pool file and replaying its records, before it picks; a
-bare GET of that pool file is its baseline.
-
-RAPS: a jackpot pick among `--actives` players on the floor (written through the real
-ingest store), with `bonusd.jackpotdesk.JackpotDesk.run_jackpot`, when that module exists;
-otherwise the part is reported as pending.
+RAPS: `JackpotDesk.run_jackpot` among `--actives` players put on the floor through the
+real ingest store (`FloorStore.apply_batch`), timed from the trigger to the pool, pick
+and claim records committed with the floor snapshot and pool file archived.
 
 Redis is BONUSD_REDIS_URL (default redis://127.0.0.1:6379/0); every key is under a fresh
 bench-only site and is deleted at the end.
@@ -34,7 +28,6 @@ import argparse
 import asyncio
 import dataclasses
 import datetime as dt
-import importlib.util
 import statistics
 import tempfile
 import time
@@ -43,13 +36,15 @@ from pathlib import Path
 
 import numpy as np
 import redis.asyncio as aioredis
+from floorseed import bench_store, seed_floor
 from rich.console import Console
-from rich.progress import track
+from rich.progress import Progress, track
 from rich.table import Table
 
 from bonusd.audit_store import AuditStore
 from bonusd.clock import ManualClock
 from bonusd.drawdesk import DrawDesk
+from bonusd.jackpotdesk import JackpotDesk
 from bonusd.keys import Keys
 from bonusd.promotions import Promotion, load_promotion
 from bonusd.promotions.kinds import Tombola
@@ -58,7 +53,6 @@ from bonusd.registry import Member, Tier
 from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
-from bonusd.telemetry import FloorEvent
 
 PID = "bench-draws"
 WINNERS = 15
@@ -143,31 +137,28 @@ def _jackpot_instant(runs: int) -> dt.time:
     return (dt.datetime.combine(FIRST_DAY, dt.time(14, 0)) + dt.timedelta(minutes=runs)).time()
 
 
+def _store(r: aioredis.Redis, keys: Keys) -> FloorStore:
+    return bench_store(r, keys)
+
+
 def _cards(n: int) -> list[str]:
     return [f"8{i:09d}" for i in range(n)]
 
 
 async def _import_members(r: aioredis.Redis, keys: Keys, cards: list[str]) -> None:
     rng = np.random.default_rng(7)
-    tiers = rng.choice(["10", "J", "Q", "K", "A"], size=len(cards), p=[0.4, 0.3, 0.18, 0.08, 0.04])
-    app = rng.random(len(cards)) < 0.35
-    floor = FloorStore(
-        r, keys, dedup_ttl_s=3600, deadletter_maxlen=100, deadletter_payload_bytes=100
-    )
-    for start in track(range(0, len(cards), 20_000), description="importing members"):
-        part = range(start, min(len(cards), start + 20_000))
-        await floor.import_members(
-            [
-                Member(
-                    card=cards[i],
-                    name=f"Member {i}",
-                    tier=Tier(str(tiers[i])),
-                    app_user=bool(app[i]),
-                    date_of_birth=dt.date(1980, 1, 1),
-                )
-                for i in part
-            ]
-        )
+    grades = ["10", "J", "Q", "K", "A"]
+    tiers = rng.choice(grades, size=len(cards), p=[0.4, 0.3, 0.18, 0.08, 0.04]).tolist()
+    app = (rng.random(len(cards)) < 0.35).tolist()
+    floor = _store(r, keys)
+    born = dt.date(1980, 1, 1)
+    members = [
+        Member(card=c, name=f"M {i}", tier=Tier(tiers[i]), app_user=app[i], date_of_birth=born)
+        for i, c in enumerate(cards)
+    ]
+    with Progress(transient=True) as bar:  # written in atomic batches, as the CLI does
+        task = bar.add_task("importing members", total=len(members))
+        await floor.import_members(members, progress=lambda n: bar.advance(task, n))
 
 
 def _ticket_counts(cards: list[str], tickets: int) -> dict[str, int]:
@@ -265,60 +256,17 @@ async def bench_draws(
     return out
 
 
-async def seed_floor(
-    r: aioredis.Redis, keys: Keys, promotion: Promotion, cards: list[str], at: dt.datetime
-) -> None:
-    """`len(cards)` players on the floor at instant `at`, written through the ingest's own
-    store (sessions, active sets, gaming-day totals): one rated game each, 85 % at EGMs and
-    15 % at table seats; 60 % in the main area, 30 % smoking, 10 % in a salon outside the
-    session; last play 0-8 minutes before `at`; day spend log-normal around R300."""
-    rng = np.random.default_rng(13)
-    n = len(cards)
-    table = rng.random(n) < 0.15
-    area = rng.choice(["main", "smoking", "salon"], size=n, p=[0.6, 0.3, 0.1])
-    ago = rng.integers(0, 8 * 60_000, size=n)
-    spend = rng.lognormal(np.log(30_000), 0.8, size=n).astype(int)
-    at_ms = int(at.timestamp() * 1000)
-    day = promotion.calendar.gaming_day(at).isoformat()
-    floor = FloorStore(
-        r, keys, dedup_ttl_s=3600, deadletter_maxlen=100, deadletter_payload_bytes=100
-    )
-    events = [
-        FloorEvent(
-            id=f"raps-{i}",
-            type="game",
-            kind="table" if table[i] else "egm",
-            device=f"TBL-{i // 7}" if table[i] else f"EGM-{i}",
-            card=cards[i],
-            ts_ms=at_ms - int(ago[i]),
-            gaming_day=day,
-            area=str(area[i]),
-            seat=i % 7 + 1 if table[i] else 0,
-            wager_cents=int(spend[i]),
-            win_cents=0,
-            points=int(spend[i]) // 100,
-        )
-        for i in range(n)
-    ]
-    for start in range(0, n, 2_000):
-        await floor.apply_batch(events[start : start + 2_000], [])
-
-
 async def bench_raps(
     r: aioredis.Redis, keys: Keys, promotion: Promotion, args: argparse.Namespace
-) -> dict[str, list[float]] | str:
+) -> dict[str, list[float]]:
     """`--runs` RAPS jackpots of one session, each `JackpotDesk.run_jackpot` timed from
     the trigger to the pool, pick and claim records committed, with `--actives` players
     on the floor (the members imported by the draw part)."""
-    if importlib.util.find_spec("bonusd.jackpotdesk") is None:
-        return "pending: bonusd/jackpotdesk.py (JackpotDesk.run_jackpot) does not exist yet"
-    jackpot_desk = importlib.import_module("bonusd.jackpotdesk").JackpotDesk
-
     session = promotion.jackpot_sessions[0]
     at = dt.datetime.combine(session.date, _jackpot_instant(args.runs), promotion.zone)
     clock = ManualClock(at)
     await seed_floor(r, keys, promotion, _cards(args.members)[: args.actives], at)
-    desk = jackpot_desk(
+    desk = JackpotDesk(
         redis=r,
         keys=keys,
         audit=AuditStore(r, keys),
@@ -350,7 +298,7 @@ async def _cleanup(r: aioredis.Redis, site: str) -> None:
         batch.append(key)
         if len(batch) >= 5_000:
             await r.unlink(*batch)
-            batch.clear()
+            batch = []
     if batch:
         await r.unlink(*batch)
 
@@ -374,6 +322,7 @@ async def main() -> None:
     parser.add_argument("--tickets", type=int, default=1_000_000)
     parser.add_argument("--cold", type=int, default=5, help="extra draws run on a fresh desk")
     parser.add_argument("--actives", type=int, default=20_000)
+    parser.add_argument("--raps-only", action="store_true", help="skip the draw rounds")
     parser.add_argument("--redis-url", default=Settings().redis_url)
     args = parser.parse_args()
     site = f"bdraw{uuid.uuid4().hex[:6]}"
@@ -382,7 +331,9 @@ async def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             promotion = _promotion(site, args.runs + args.cold, Path(tmp))
-        draws = await bench_draws(r, keys, promotion, args)
+        if args.raps_only:
+            await _import_members(r, keys, _cards(args.members))
+        draws = {} if args.raps_only else await bench_draws(r, keys, promotion, args)
         raps = await bench_raps(r, keys, promotion, args)
     finally:
         await _cleanup(r, site)
@@ -393,39 +344,25 @@ async def main() -> None:
     )
     for col in ("figure", "value", "bare baseline", "ratio"):
         table.add_column(col, justify="right" if col != "figure" else "left")
-    _rows(table, "draw round, warm desk", draws["warm"], draws["ping"], "PING")
-    table.add_row(
-        f"draw round, cold desk (first after restart), median of {len(draws['cold'])} (ms)",
-        f"{_pct(draws['cold'], 50):.0f}",
-        f"{_pct(draws['poolfile'], 50):.1f} (GET pool file)",
-        f"{_pct(draws['cold'], 50) / _pct(draws['poolfile'], 50):,.0f}x",
-    )
-    table.add_row(
-        "draw round, cold desk, slowest (ms)",
-        f"{max(draws['cold']) * 1000:.0f}",
-        "",
-        "",
-    )
-    table.add_row("draw round, warm desk, slowest (ms)", f"{max(draws['warm']) * 1000:.1f}", "", "")
-    if isinstance(raps, str):
-        table.add_row(f"RAPS pick, {args.actives:,} active players", raps, "", "")
-    else:
-        eligible = int(statistics.median(raps["eligible"]))
-        _rows(
-            table,
-            f"RAPS pick, {args.actives:,} on the floor, {eligible:,} eligible",
-            raps["pick"],
-            raps["ping"],
-            "PING",
+    if draws:
+        _rows(table, "draw round, warm desk", draws["warm"], draws["ping"], "PING")
+        cold, got = _pct(draws["cold"], 50), _pct(draws["poolfile"], 50)
+        n = len(draws["cold"])
+        table.add_row(
+            f"draw round, cold desk (first after restart), median of {n} (ms)",
+            f"{cold:.0f}",
+            f"{got:.1f} (GET pool file)",
+            f"{cold / got:,.0f}x",
         )
-        table.add_row("RAPS pick, slowest (ms)", f"{max(raps['pick']) * 1000:.1f}", "", "")
-        for q in (50, 99):
-            table.add_row(
-                f"  of which floor snapshot alone p{q} (ms)",
-                f"{_pct(raps['snapshot'], q):.1f}",
-                "",
-                "",
-            )
+        table.add_row("draw round, cold desk, slowest (ms)", f"{max(draws['cold']) * 1e3:.0f}")
+        table.add_row("draw round, warm desk, slowest (ms)", f"{max(draws['warm']) * 1e3:.1f}")
+    eligible = int(statistics.median(raps["eligible"]))
+    name = f"RAPS pick, {args.actives:,} on the floor, {eligible:,} eligible"
+    _rows(table, name, raps["pick"], raps["ping"], "PING")
+    table.add_row("RAPS pick, slowest (ms)", f"{max(raps['pick']) * 1000:.1f}")
+    for q in (50, 99):
+        snap = f"{_pct(raps['snapshot'], q):.1f}"
+        table.add_row(f"  of which floor snapshot alone p{q} (ms)", snap)
     console.print(table)
 
 

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
@@ -41,17 +41,40 @@ class PublishError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class MqttTarget:
-    """Where to publish, from an `mqtt://[user:pass@]host[:port]` URL."""
+    """Where to publish, from an `mqtt://[user:pass@]host[:port]` URL; for `mqtts://`
+    optionally `?cafile=ca.pem` (the CA of the broker's certificate, else the system's)
+    and `&certfile=...&keyfile=...` (a client certificate)."""
 
     host: str
     port: int
     username: str | None = None
     password: str | None = None
     tls: bool = False
+    cafile: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+
+
+_TLS_FILES = ("cafile", "certfile", "keyfile")
+
+
+def _tls_files(url: str, query: str, tls: bool) -> dict[str, str]:
+    files = {}
+    for name, values in parse_qs(query).items():
+        if name not in _TLS_FILES:
+            raise ValueError(
+                f"MQTT URL {url!r}: unknown option {name!r} (cafile, certfile, keyfile)"
+            )
+        files[name] = values[-1]
+    if files and not tls:
+        raise ValueError(f"MQTT URL {url!r}: {', '.join(files)} need mqtts://")
+    return files
 
 
 def parse_mqtt_url(url: str) -> MqttTarget:
-    """Parse `mqtt://host:port`, `mqtt://user:pass@host:port` or `mqtts://...` (TLS)."""
+    """Parse `mqtt://host:port`, `mqtt://user:pass@host:port` or `mqtts://...` (TLS, with
+    `?cafile=`, `certfile=`, `keyfile=` if the broker's CA or a client certificate is
+    needed)."""
     parts = urlsplit(url)
     if parts.scheme not in ("mqtt", "mqtts", "tcp"):
         raise ValueError(f"MQTT URL {url!r}: scheme must be mqtt:// or mqtts://")
@@ -68,6 +91,7 @@ def parse_mqtt_url(url: str) -> MqttTarget:
         username=unquote(parts.username) if parts.username is not None else None,
         password=unquote(parts.password) if parts.password is not None else None,
         tls=tls,
+        **_tls_files(url, parts.query, tls),
     )
 
 
@@ -85,7 +109,7 @@ class _Link:
         if target.username is not None:
             client.username_pw_set(target.username, target.password)
         if target.tls:
-            client.tls_set()
+            client.tls_set(ca_certs=target.cafile, certfile=target.certfile, keyfile=target.keyfile)
         # paho's own window re-scans every queued message on each PUBACK (slow when the
         # window is large), so paho sends at once and our window below bounds the queue.
         client.max_inflight_messages_set(0)

@@ -25,16 +25,13 @@ the published event log a rehearsal's standings are checked against.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import logging
 import queue
 import resource
-import socket
 import sys
 import threading
-import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
@@ -46,8 +43,11 @@ from simulators.events import SimEvent
 from simulators.floor import build_floor
 from simulators.floorfile import load_floor
 from simulators.generator import generate_events
-from simulators.publish import MqttTarget, PublishError, parse_mqtt_url
 from simulators.publish import _Link as PahoLink  # for mqtts:// (TLS), which RawLink lacks
+from simulators.publish import parse_mqtt_url
+from simulators.rawlink import RawLink
+from simulators.rawlink import _count_pubacks as _count_pubacks  # noqa: PLC0414 -- kept here
+from simulators.rawlink import _packet as _packet  # noqa: PLC0414 -- for older imports
 from simulators.timefmt import parse_duration
 from simulators.wire import Encoder
 
@@ -72,114 +72,6 @@ class _PahoSender(PahoLink):
         pass  # paho writes each publish at once
 
 
-class RawLink:
-    """A minimal MQTT 3.1.1 QoS 1 publisher: packets are written in batches and PUBACKs
-    only counted, about ten times cheaper per message than paho (whose per-publish
-    bookkeeping would make the simulator the rehearsal's bottleneck). Like `publish._Link`
-    it keeps at most `max_inflight` publishes unacknowledged; unlike it, it does not
-    reconnect: a broker lost during a rehearsal fails the rehearsal."""
-
-    def __init__(self, target: MqttTarget, *, client_id: str, max_inflight: int) -> None:
-        self._target, self._client_id, self._limit = target, client_id, max_inflight
-        self._sock: socket.socket | None = None
-        self._buffer = bytearray()
-        self._next_id = 0
-        self._sent = self._acked = 0
-        self._window = threading.Condition()
-        self._error: str | None = None
-
-    def open(self, timeout: float) -> None:
-        host, port = self._target.host, self._target.port
-        try:
-            sock = socket.create_connection((host, port), timeout)
-        except OSError as exc:
-            raise PublishError(f"cannot reach MQTT broker {host}:{port}: {exc}") from exc
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        flags, payload = 0x02, _str16(self._client_id)  # clean session
-        if self._target.username is not None:
-            flags |= 0x80
-            payload += _str16(self._target.username)
-            if self._target.password is not None:
-                flags |= 0x40
-                payload += _str16(self._target.password)
-        # protocol MQTT level 4, keep alive 0: the broker never drops us for idling
-        variable = _str16("MQTT") + bytes((4, flags, 0, 0))
-        sock.sendall(_packet(0x10, variable + payload))
-        ack = sock.recv(4)
-        if len(ack) < 4 or ack[0] != 0x20 or ack[3] != 0:
-            sock.close()
-            raise PublishError(f"MQTT broker {host}:{port} refused the connection: {ack!r}")
-        sock.settimeout(None)
-        self._sock = sock
-        threading.Thread(target=self._read_acks, daemon=True).start()
-
-    def send(self, topic: str, body: bytes) -> None:
-        # only this thread writes `_sent`; the reader thread writes `_acked` (locked)
-        if self._sent - self._acked >= self._limit:
-            self.flush()  # never wait for acknowledgements of packets still buffered here
-            with self._window:
-                while self._sent - self._acked >= self._limit and self._error is None:
-                    self._window.wait(1.0)
-        if self._error is not None:
-            raise PublishError(self._error)
-        self._sent += 1
-        self._next_id = self._next_id % 65535 + 1  # ids cycle; far fewer are ever in flight
-        name = topic.encode()
-        head = len(name).to_bytes(2, "big") + name + self._next_id.to_bytes(2, "big")
-        self._buffer += _packet(0x32, head + body)
-        if len(self._buffer) >= _FLUSH:
-            self.flush()
-
-    def flush(self) -> None:
-        """Write the buffered packets to the socket."""
-        if self._buffer and self._sock is not None:
-            self._sock.sendall(self._buffer)
-            self._buffer.clear()
-
-    def drain(self, timeout: float) -> int:
-        """Wait until every publish is acknowledged; return how many are still not."""
-        self.flush()
-        deadline = time.monotonic() + timeout
-        with self._window:
-            while self._sent > self._acked and self._error is None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._window.wait(left)
-            return self._sent - self._acked
-
-    def close(self) -> None:
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self.flush()
-                self._sock.sendall(b"\xe0\x00")  # DISCONNECT
-            self._sock.close()
-            self._sock = None
-
-    def _read_acks(self) -> None:
-        assert self._sock is not None
-        sock, pending = self._sock, b""
-        while True:
-            try:
-                data = sock.recv(1 << 16)
-            except OSError as exc:
-                data, reason = b"", str(exc)
-            else:
-                reason = "the broker closed the connection"
-            if not data:
-                with self._window:
-                    if self._sock is not None:
-                        self._error = f"MQTT connection lost: {reason}"
-                    self._window.notify_all()
-                return
-            pending += data
-            acks, pending = _count_pubacks(pending)
-            if acks:
-                with self._window:
-                    self._acked += acks
-                    self._window.notify_all()
-
-
 def peak_rss_kb() -> int:
     """This process's peak resident set size (KiB): `VmHWM`, which, unlike `ru_maxrss`,
     does not carry over the parent's peak into a child started with fork and exec."""
@@ -190,41 +82,6 @@ def peak_rss_kb() -> int:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
-def _str16(text: str) -> bytes:
-    raw = text.encode()
-    return len(raw).to_bytes(2, "big") + raw
-
-
-def _packet(kind: int, body: bytes) -> bytes:
-    n, length = len(body), bytearray()
-    while True:
-        n, digit = n >> 7, n & 0x7F
-        length.append(digit | (0x80 if n else 0))
-        if not n:
-            return bytes((kind,)) + bytes(length) + body
-
-
-def _count_pubacks(data: bytes) -> tuple[int, bytes]:
-    """PUBACKs among the whole packets at the front of `data`; the rest is kept."""
-    acks = at = 0
-    while at + 2 <= len(data):
-        length = shift = 0
-        i = at + 1
-        while i < len(data):
-            length |= (data[i] & 0x7F) << shift
-            shift += 7
-            i += 1
-            if not data[i - 1] & 0x80:
-                break
-        else:
-            break  # the length itself is not complete yet
-        if i + length > len(data):
-            break
-        acks += data[at] >> 4 == 4
-        at = i + length
-    return acks, data[at:]
 
 
 class Feeder:

@@ -107,7 +107,8 @@ async def seat(
     excluded: bool = False,
     seat_no: int | None = None,
 ) -> None:
-    """Put `card` on the floor the way the ingest script and the member import write it."""
+    """Put `card` on the floor as data from before the floor indexes: its session, day
+    totals and member record, then `reindex_floor` builds what RAPS reads from them."""
     device = f"{'RL' if kind == 'table' else 'EGM'}-{card}"
     slot = f"{device}#{seat_no}" if seat_no is not None else device
     last_play = int((at - dt.timedelta(minutes=idle_minutes)).timestamp() * 1000)
@@ -134,15 +135,18 @@ async def seat(
         pipe.zadd(s.keys.active(kind, area), {card: since})
         pipe.sadd(s.keys.active_index, f"active:{kind}:{area}")
         pipe.set(s.keys.at(slot), card)
+        pipe.zadd(s.keys.lastseen, {card: last_play})
         pipe.hset(s.keys.day(day, card), mapping={"spend_cents": str(spend), "visit": "1"})
-        seat_text = "" if seat_no is None else str(seat_no)
-        place = "\t".join((kind, area, device, seat_text, f"B-{area}"))
-        pipe.hset(s.keys.base + "floor-place", card, place)
-        pipe.zadd(s.keys.base + "floor-lastplay", {card: last_play})
-        pipe.hset(s.keys.base + f"dayspend:{day}", card, str(spend))
         if tier is not None:
             pipe.hset(s.keys.member_index, card, f"{tier}|0|{'1' if excluded else '0'}||")
         await pipe.execute()
+    await store(s).reindex_floor(dt.date.fromisoformat(day))
+
+
+def store(s: Site) -> FloorStore:
+    return FloorStore(
+        s.redis, s.keys, dedup_ttl_s=3600, deadletter_maxlen=100, deadletter_payload_bytes=100
+    )
 
 
 ELIGIBLE = [f"E{n:02d}" for n in range(30)]

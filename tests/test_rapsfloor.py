@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -98,3 +99,28 @@ def test_the_snapshot_file_round_trips_and_its_report_names_the_reasons() -> Non
 def test_a_malformed_snapshot_is_refused(raw: bytes, says: str) -> None:
     with pytest.raises(SnapshotError, match=says):
         FloorSnapshot.parse(raw).columns  # noqa: B018
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ps=st.lists(players, max_size=30).map(unique),
+    days=st.lists(st.sampled_from(["2025-10-03", "2025-10-04"]), min_size=30, max_size=30),
+)
+def test_floor_rows_become_the_snapshot_of_the_jackpots_gaming_day(
+    ps: list[FloorPlayer], days: list[str]
+) -> None:
+    """A `floor-row` line is a snapshot line plus its gaming day: a line of another day
+    has spent nothing on the jackpot's day."""
+    lines = FloorSnapshot.from_players(AT, ps).body.splitlines()
+    rows = "\n".join(f"{line}\t{day}" for line, day in zip(lines, days, strict=False))
+    got = FloorSnapshot.of_rows(AT, "2025-10-04", rows)
+    want = [
+        replace(p, spend_cents=p.spend_cents if day == "2025-10-04" else 0)
+        for p, day in zip(ps, days, strict=False)
+    ]
+    assert got == FloorSnapshot.from_players(AT, want)
+
+
+def test_a_damaged_floor_row_index_is_refused() -> None:
+    with pytest.raises(SnapshotError, match="rebuild it"):
+        FloorSnapshot.of_rows(AT, "2025-10-04", "C1\tegm\tmain\tE\t\tB\t1\t2\tQ\t0")

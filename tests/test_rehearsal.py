@@ -31,6 +31,7 @@ from bonusd.promotions import EntryPool, Play, Promotion, Side, aggregate, stand
 from bonusd.promotions.rules import Standing
 from bonusd.registry import Member
 from bonusd.rehearsal import RehearsalPlan, delete_keys, prepare, rehearse
+from bonusd.rehearsal_crew import CrewModel
 from bonusd.rehearsal_report import SECTIONS, render, write_report
 from bonusd.standings import PromotionStore
 from tests.conftest import PROJECT
@@ -39,6 +40,9 @@ GOLDEN_HORSE = PROJECT / "promotions" / "golden-horse-mega-points-chase.toml"
 FESTA = PROJECT / "promotions" / "montecasino-festa-fortuna.toml"
 PRIZES = "prize_sets.reveal.values_cents=[" + ", ".join(["100000"] * 15) + "]"
 PLAY_TYPES = {"play", "game", "rating_start", "rating_update", "rating_end"}
+# more proxies and register signatures than the default, so that a short rehearsal surely
+# has winners presented by a proxy and RAPS winners settled by the decline register
+PEOPLE = CrewModel(proxy=0.4, decline=0.3)
 
 
 @dataclass
@@ -101,6 +105,7 @@ def golden_horse(
         last=dt.date(2026, 10, 3),
         sets=(PRIZES,),
         events_log=log,
+        crew=PEOPLE,
     )
     return _rehearse(plan, redis_url, broker)
 
@@ -113,7 +118,12 @@ def festa(
     jackpots) and the first Wednesday J and Q draw."""
     log = tmp_path_factory.mktemp("festa") / "events.jsonl"
     plan = RehearsalPlan(
-        FESTA, floor="ci", first=dt.date(2025, 10, 11), last=dt.date(2025, 10, 15), events_log=log
+        FESTA,
+        floor="ci",
+        first=dt.date(2025, 10, 11),
+        last=dt.date(2025, 10, 15),
+        events_log=log,
+        crew=PEOPLE,
     )
     return _rehearse(plan, redis_url, broker)
 
@@ -184,6 +194,8 @@ def test_golden_horse_standings_equal_the_engine_on_the_event_log(
     assert states <= {"no_show", "letter_issued", "redeemed"}
     assert run.summary["prizes"]["draws"][0]["budget_cents"] == 15 * 100_000
     assert run.summary["prizes"]["draws"][0]["cost_cents"] == 10 * 100_000
+    assert launch["proxies"] > 0
+    _check_proxies(run)
     assert halfway["status"] == "after the rehearsal"
     assert halfway["summary"]["qualified"] > 0
     window = run.summary["multipliers"]["windows"][0]
@@ -208,7 +220,25 @@ def test_festa_standings_equal_the_engine_on_the_event_log(festa: Rehearsed) -> 
     assert {j["how"] for j in session["jackpots"] if j["how"]} <= {
         "verified_at_device",
         "verified",
+        "declined_register",
     }
+    # the desk took signatures before the session; a signer who won was away, and the
+    # register settled the claim: the prize stands
+    assert session["decline_register"] > 0
+    settled = [j for j in session["jackpots"] if j["how"] == "declined_register"]
+    assert settled and all(j["outcome"] == "won" for j in settled)
+    # a winner with a registered proxy was presented by the proxy
+    assert wednesday["proxies"] > 0
+    _check_proxies(run)
+
+
+def _check_proxies(run: Rehearsed) -> None:
+    """Winners presented by a proxy had one registered, and went on like any winner."""
+    winners = [w for d in run.summary["draws"] for w in d["winners"]]
+    by_proxy = [w for w in winners if w["presented_by"] == "proxy"]
+    assert by_proxy, "no winner was presented by a proxy"
+    assert all(w["state"] not in ("announced", "no_show") for w in by_proxy)
+    assert {w["presented_by"] for w in winners} <= {"winner", "proxy", None}
 
 
 def test_the_report_is_self_contained_and_has_every_section(
@@ -238,6 +268,7 @@ def test_set_changes_the_outcome_as_expected(
         last=dt.date(2026, 10, 3),
         sets=(PRIZES, "draws.halfway.qualification.threshold=10000"),
         events_log=tmp_path / "events.jsonl",
+        crew=PEOPLE,
     )
     lower = _rehearse(plan, redis_url, broker)
     _check_standings(lower)

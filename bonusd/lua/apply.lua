@@ -46,18 +46,24 @@ end
 
 -- sessions, in event order, with each player's session cached for the batch
 local sess = {}   -- card -> session table, or false when known to have none
-local dirty = {}  -- card -> true when a cached session's times changed
+local dirty = {}  -- card -> true when a cached session's times or day changed
+local rows = {}   -- card -> true when its floor-row must be written again (at the end)
 
 local function load_session(card)
   local s = sess[card]
   if s ~= nil then return s or nil end
   local v = redis.call('HMGET', base .. 'session:' .. card,
-    'slot', 'kind', 'area', 'last_seen', 'last_play')
+    'slot', 'kind', 'area', 'last_seen', 'last_play', 'day')
   if not v[1] then sess[card] = false; return nil end
   s = {slot = v[1], kind = v[2], area = v[3],
-       last_seen = tonumber(v[4]) or 0, last_play = tonumber(v[5]) or 0}
+       last_seen = tonumber(v[4]) or 0, last_play = tonumber(v[5]) or 0, day = v[6] or ''}
   sess[card] = s
   return s
+end
+
+-- the card's gaming day moves forward only (ISO dates compare as strings)
+local function newer_day(card, s, day)
+  if day and day > s.day then s.day = day; dirty[card] = true; rows[card] = true end
 end
 
 -- The end of a session is remembered for its card and for its place (EGM or table seat):
@@ -83,12 +89,13 @@ local function end_session(card, s, ts)
   redis.call('ZREM', base .. 'active:' .. s.kind .. ':' .. s.area, card)
   redis.call('ZREM', base .. 'lastseen', card)
   redis.call('HDEL', base .. 'floor-place', card)
-  redis.call('ZREM', base .. 'floor-lastplay', card)
+  redis.call('HDEL', base .. 'floor-row', card)
   local at = base .. 'at:' .. s.slot
   if redis.call('GET', at) == card then redis.call('DEL', at) end
   redis.call('DEL', base .. 'session:' .. card)
   sess[card] = false
   dirty[card] = nil
+  rows[card] = nil
 end
 
 local function resolve_area(slot, given)
@@ -99,7 +106,7 @@ local function resolve_area(slot, given)
   return 'unknown'
 end
 
-local function start_session(card, kind, slot, area, ts)
+local function start_session(card, kind, slot, area, ts, day)
   local s = load_session(card)
   -- stale: a newer event placed the card, or ended its session, or a newer session here
   if s and ts < s.last_seen then return false end
@@ -117,16 +124,19 @@ local function start_session(card, kind, slot, area, ts)
   area = resolve_area(slot, area)
   local device = string.match(slot, '^([^#]+)')
   local seat = string.match(slot, '#(%d+)$') or ''
+  day = day or ''
   redis.call('HSET', base .. 'session:' .. card, 'slot', slot, 'device', device, 'seat', seat,
-    'kind', kind, 'area', area, 'since', ts, 'last_play', 0, 'last_seen', ts)
+    'kind', kind, 'area', area, 'since', ts, 'last_play', 0, 'last_seen', ts, 'day', day)
   redis.call('ZADD', base .. 'active:' .. kind .. ':' .. area, ts, card)
   redis.call('SADD', base .. 'active-index', 'active:' .. kind .. ':' .. area)
   redis.call('SET', base .. 'at:' .. slot, card)
   redis.call('ZADD', base .. 'lastseen', ts, card)
   local bank = redis.call('HGET', base .. 'device:' .. device, 'bank') or ''
-  redis.call('HSET', base .. 'floor-place', card,
-    table.concat({kind, area, device, seat, bank}, '\t'))
-  sess[card] = {slot = slot, kind = kind, area = area, last_seen = ts, last_play = 0}
+  local place = table.concat({kind, area, device, seat, bank}, '\t')
+  redis.call('HSET', base .. 'floor-place', card, place)
+  sess[card] = {slot = slot, kind = kind, area = area, last_seen = ts, last_play = 0,
+                day = day, place = place}
+  rows[card] = true
   return true
 end
 
@@ -136,16 +146,17 @@ for _, t in ipairs(fx.SESS) do
   local at_ms = tonumber(op == 'OUT' and t[4] or t[6]) or 0
   if at_ms > newest then newest = at_ms end
   if op == 'IN' then
-    start_session(card, t[3], t[4], t[5], tonumber(t[6]))
+    start_session(card, t[3], t[4], t[5], tonumber(t[6]), t[7])
   elseif op == 'P' then
     local kind, slot, area, ts = t[3], t[4], t[5], tonumber(t[6])
     local s = load_session(card)
     local here = s and s.slot == slot
-    if not here then here = start_session(card, kind, slot, area, ts) end
+    if not here then here = start_session(card, kind, slot, area, ts, t[7]) end
     if here then
       s = sess[card]
-      if ts > s.last_play then s.last_play = ts; dirty[card] = true end
+      if ts > s.last_play then s.last_play = ts; dirty[card] = true; rows[card] = true end
       if ts > s.last_seen then s.last_seen = ts; dirty[card] = true end
+      newer_day(card, s, t[7])
     end
   elseif op == 'OUT' then
     local slot, ts = t[3], tonumber(t[4])
@@ -166,16 +177,19 @@ if newest > 0 then  -- no accepted event is older than the window: nothing to co
   redis.call('ZREMRANGEBYSCORE', ended_card, '-inf', horizon)
   redis.call('ZREMRANGEBYSCORE', ended_slot, '-inf', horizon)
 end
-for card in pairs(dirty) do
-  local s = sess[card]
-  redis.call('HSET', base .. 'session:' .. card,
-    'last_play', string.format('%d', s.last_play), 'last_seen', string.format('%d', s.last_seen))
-  redis.call('ZADD', base .. 'lastseen', s.last_seen, card)
-  if s.last_play > 0 then redis.call('ZADD', base .. 'floor-lastplay', s.last_play, card) end
-end
-
 -- the merged, order-free effects
-for _, e in ipairs(fx.H) do redis.call('HINCRBY', base .. e[1], e[2], e[3]) end
+for _, e in ipairs(fx.H) do
+  redis.call('HINCRBY', base .. e[1], e[2], e[3])
+  -- a day's spend changed: the active card's floor-row carries its newest day's spend
+  if string.sub(e[1], 1, 9) == 'dayspend:' then
+    local s = load_session(e[2])
+    if s then
+      local day = string.sub(e[1], 10)
+      if day >= s.day then rows[e[2]] = true end
+      newer_day(e[2], s, day)
+    end
+  end
+end
 for _, e in ipairs(fx.HS) do redis.call('HSET', base .. e[1], e[2], e[3]) end
 for _, e in ipairs(fx.HMAX) do
   local cur = tonumber(redis.call('HGET', base .. e[1], e[2]))
@@ -189,6 +203,37 @@ for _, e in ipairs(fx.SH) do
   if redis.call('SADD', base .. e[1], e[2]) == 1 then
     redis.call('HINCRBY', base .. e[3], e[4], 1)
   end
+end
+
+for card in pairs(dirty) do
+  local s = sess[card]
+  redis.call('HSET', base .. 'session:' .. card, 'last_play', string.format('%d', s.last_play),
+    'last_seen', string.format('%d', s.last_seen), 'day', s.day)
+  redis.call('ZADD', base .. 'lastseen', s.last_seen, card)
+end
+
+-- The floor-row of each active card whose place, last play, day, or day spend changed:
+-- card TAB kind TAB area TAB device TAB seat TAB bank TAB last_play_ms TAB spend_cents
+-- TAB tier TAB excluded TAB day -- a RAPS floor snapshot's line (rapsfloor.py) for `day`,
+-- then `day`; the member's tier and exclusion are refreshed by the import (member_rows.lua).
+for card in pairs(rows) do
+  local s = sess[card]
+  local tier, excluded = '', '0'
+  local m = redis.call('HGET', base .. 'member-index', card)
+  if m then
+    tier, excluded = string.match(m, '^([^|]*)|[^|]*|([^|]*)')
+    tier, excluded = tier or '', excluded == '1' and '1' or '0'
+  end
+  local spend = s.day ~= '' and redis.call('HGET', base .. 'dayspend:' .. s.day, card) or '0'
+  local place = s.place or redis.call('HGET', base .. 'floor-place', card)
+  if not place then  -- a session from before the floor indexes: rebuild its place
+    local v = redis.call('HMGET', base .. 'session:' .. card, 'device', 'seat')
+    local bank = redis.call('HGET', base .. 'device:' .. (v[1] or ''), 'bank') or ''
+    place = table.concat({s.kind, s.area, v[1] or '', v[2] or '', bank}, '\t')
+    redis.call('HSET', base .. 'floor-place', card, place)
+  end
+  redis.call('HSET', base .. 'floor-row', card, table.concat({card, place,
+    string.format('%d', s.last_play), spend, tier, excluded, s.day}, '\t'))
 end
 
 for _, d in ipairs(dead) do

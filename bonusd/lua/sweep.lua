@@ -21,7 +21,7 @@ for _, card in ipairs(cards) do
     if redis.call('GET', at) == card then redis.call('DEL', at) end
     redis.call('DEL', skey)
     redis.call('HDEL', base .. 'floor-place', card)
-    redis.call('ZREM', base .. 'floor-lastplay', card)
+    redis.call('HDEL', base .. 'floor-row', card)
     ended[#ended + 1] = card
     redis.call('ZREM', KEYS[1], card)
   elseif not v[1] then

@@ -1,0 +1,67 @@
+"""Command-line upkeep of the floor indexes: `bonusd floor reindex`, and the progress bar
+of a member import (written in atomic batches; `FloorStore.import_members`)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+from rich.progress import Progress
+
+from bonusd.cli_clock import settings_clock
+from bonusd.clock import GamingCalendar
+from bonusd.registry import Member
+from bonusd.settings import Settings
+from bonusd.store import FloorStore
+
+
+async def import_with_progress(store: FloorStore, members: list[Member]) -> int:
+    """`store.import_members` with a progress bar on the terminal."""
+    with Progress(transient=True) as bar:
+        task = bar.add_task("importing members", total=len(members))
+        return await store.import_members(members, progress=lambda n: bar.advance(task, n))
+
+
+def add_floor_commands(
+    app: typer.Typer,
+    settings: Callable[[], Settings],
+    store: Callable[[Settings], tuple[object, FloorStore]],
+) -> None:
+    floor_app = typer.Typer(help="The live floor's indexes.", no_args_is_help=True)
+    app.add_typer(floor_app, name="floor")
+
+    @floor_app.command("reindex")
+    def reindex(
+        day: Annotated[
+            str | None,
+            typer.Option(help="Gaming day of sessions that record none (default: today's)."),
+        ] = None,
+    ) -> None:
+        """Rebuild the indexes RAPS jackpots read (floor-place, floor-row, the day's spend)
+        from the sessions on the floor: for data written before they existed, or to
+        repair them. Idempotent; safe beside a running daemon."""
+        conf = settings()
+
+        async def run() -> tuple[int, str]:
+            _, floor = store(conf)
+            try:
+                if day is not None:
+                    gaming_day = dt.date.fromisoformat(day)
+                else:
+                    now = (await settings_clock(conf, floor.redis)).now()
+                    calendar = GamingCalendar(conf.zone, conf.gaming_day_start)
+                    gaming_day = calendar.gaming_day(now)
+                with Progress(transient=True) as bar:
+                    task = bar.add_task("reindexing the floor", total=None)
+                    n = await floor.reindex_floor(
+                        gaming_day, progress=lambda k: bar.advance(task, k)
+                    )
+                return n, gaming_day.isoformat()
+            finally:
+                await floor.redis.aclose()
+
+        n, when = asyncio.run(run())
+        typer.echo(f"floor of site {conf.site} reindexed: {n} card(s) on the floor ({when})")
