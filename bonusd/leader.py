@@ -224,6 +224,7 @@ class Leadership:
     async def run(self, stop: asyncio.Event, lead: Lead) -> None:
         """Until `stop`: acquire when free, lead while held, stand by otherwise."""
         self.metrics.leader.set(0)
+        failures = 0  # leader work that failed in a row: campaign again, but back off
         while not stop.is_set():
             try:
                 token = await self.acquire()
@@ -231,11 +232,16 @@ class Leadership:
                 logger.warning("leader election waits for Redis (%s)", exc)
                 token = None
             if token is not None:
-                await self._lead(stop, lead)
-            if await pause(stop, self.poll_s):
+                failures = failures + 1 if await self._lead(stop, lead) else 0
+            if await pause(stop, self.poll_s * min(2**failures, 60)):
                 return
 
-    async def _lead(self, stop: asyncio.Event, lead: Lead) -> None:
+    async def _lead(self, stop: asyncio.Event, lead: Lead) -> bool:
+        """Lead until the lease is lost or `stop`; True when the leader's work failed.
+
+        A failure of the work is logged with its traceback and ends this term only: the
+        daemon keeps ingesting and serving, and campaigns again (a daemon that stayed
+        down instead left its site with no scheduler, no draws and no claim timers)."""
         leading = asyncio.Event()
         task = asyncio.create_task(lead(leading), name="leader-tasks")
         why = "stopping"
@@ -245,8 +251,12 @@ class Leadership:
             leading.set()
             await self._stop_tasks(task, why)
             await self._give_up(release=why in {"stopping", "its work failed"})
-        if not task.cancelled() and task.exception() is not None:
-            raise cast(BaseException, task.exception())
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            logger.error(
+                "the leader's work failed (token given up; campaigning again)", exc_info=error
+            )
+        return error is not None
 
     async def _hold(self, stop: asyncio.Event, task: asyncio.Task[None]) -> str:
         """Renew until told to stop, the work fails, or the lease cannot be kept."""

@@ -49,6 +49,7 @@ from bonusd.promotions import Promotion, diff_promotions, load_promotions
 from bonusd.push import PushHub
 from bonusd.ratelimit import RateLimits
 from bonusd.redisclient import redis_client
+from bonusd.retention import RetentionSweeper
 from bonusd.scheduler import Scheduler
 from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
@@ -226,6 +227,14 @@ class Service:
             handlers=self.actions.handlers(),
             fence=self.leader.fence,
         )
+        self.retention = RetentionSweeper.from_settings(  # docs/retention.md
+            settings,
+            redis=self.redis,
+            keys=self.keys,
+            clock=self.clock,
+            calendar=self.calendar,
+            promotions=lambda: self.promotions,
+        )
         self._http: uvicorn.Server | None = None
 
     async def __aenter__(self) -> Service:
@@ -299,6 +308,7 @@ class Service:
             tg.create_task(self.timers.run(stop), name="claim-timers")
             tg.create_task(self.notices.run(stop), name="sms-notices")
             tg.create_task(sweeper, name="idle-sweeper")
+            tg.create_task(self.retention.run(stop), name="retention")
 
     # -- rule changes -----------------------------------------------------------------------
 

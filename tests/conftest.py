@@ -67,13 +67,14 @@ def site(redis_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def settings(site: str, redis_url: str, broker: LocalMosquitto) -> Settings:
+def settings(site: str, redis_url: str, broker: LocalMosquitto, tmp_path: Path) -> Settings:
     return Settings(
         site=site,
         redis_url=redis_url,
         mqtt_url=broker.url,
         mqtt_client_id=f"bonusd-{site}",
         http_port=free_port(),
+        retention_audit_archive=tmp_path / "audit-archive",
     )
 
 

@@ -224,6 +224,32 @@ async def test_a_leader_whose_lease_was_taken_steps_down(site: str, aredis: aior
     assert leader.metrics.leader_changes.labels("lost")._value.get() == 1
 
 
+async def test_a_leader_whose_work_fails_logs_it_stays_up_and_leads_again(
+    site: str, aredis: aioredis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A crash of the leader's work (say the scheduler hits a bug) ends that term only:
+    the traceback is logged, the lease is released, and the daemon campaigns again with
+    a new token instead of leaving its site without a scheduler."""
+    leader = leadership(aredis, site, "a")
+    terms: list[int | None] = []
+
+    async def flaky(stop: asyncio.Event) -> None:
+        terms.append(leader.token)
+        if len(terms) == 1:
+            raise RuntimeError("scheduler bug")
+        await stop.wait()
+
+    stop = asyncio.Event()
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(leader.run(stop, flaky))
+        await until(lambda: len(terms) == 2, "did not lead again after its work failed")
+        stop.set()
+    assert terms == [1, 2]
+    failed = [r for r in caplog.records if "leader's work failed" in r.getMessage()]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    assert "scheduler bug" in str(failed[0].exc_info[1])
+
+
 async def test_a_leader_cut_off_from_redis_steps_down_before_its_lease_ends(
     tmp_path: Path,
 ) -> None:
