@@ -294,8 +294,8 @@ class Leadership:
 
     async def _stop_tasks(self, task: asyncio.Task[None], why: str) -> None:
         """Ask the leader tasks to stop; cancel them if they would outlive the lease."""
-        if why != "stopping":
-            logger.error("stepping down as leader (token %s): %s", self.token, why)
+        if why != "stopping":  # a lost lease is a recovered fault; failed work logs its own
+            logger.warning("stepping down as leader (token %s): %s", self.token, why)
         if task.done():
             return
         grace = 5.0  # a clean shutdown lets a draw in hand finish its commit

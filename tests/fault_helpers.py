@@ -97,9 +97,12 @@ class BurstPublisher:
                 missing = []
                 window_ends = time.monotonic() + 3
                 for i, info in infos:
-                    with contextlib.suppress(RuntimeError, ValueError):  # not connected
+                    published = False
+                    # paho raises from both calls when the publish found no connection
+                    with contextlib.suppress(RuntimeError, ValueError):
                         info.wait_for_publish(max(0.0, window_ends - time.monotonic()))
-                    if not info.is_published():
+                        published = info.is_published()
+                    if not published:
                         missing.append(i)
                 if missing:
                     self.burst.republished += len(missing)
