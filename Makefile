@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push bench-scale load soak clean
+.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor load soak clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -67,6 +67,17 @@ bench-push: services
 bench-scale: setup
 	@scripts/ensure-services.sh --with-test-tools
 	@$(PY) loadtests/bench_scale.py $(BENCH_ARGS)
+
+## The desk's draw summary on 470,000 members: its time and how long it holds the event
+## loop, beside the raw reads of the same keys (docs/benchmarks.md).
+bench-summary: services
+	@$(PY) loadtests/bench_summary.py $(BENCH_ARGS)
+
+## GET /floor/active for 8,000 active players through a running daemon, whole and one
+## page, beside the raw Redis reads of the same keys (docs/benchmarks.md).
+bench-floor: setup
+	@scripts/ensure-services.sh --with-test-tools
+	@$(PY) loadtests/bench_floor.py $(BENCH_ARGS)
 
 ## A named locust scenario, headless and bounded (docs/loadtests.md): own daemon, site and
 ## broker; the report (HTML, CSV, summary) in .run/loadtests/$(SCENARIO) unless --out.
