@@ -29,7 +29,7 @@ from bonusd.clock import Clock, GamingCalendar
 from bonusd.drawbook import LedgerError
 from bonusd.drawdesk import DrawDesk
 from bonusd.draws import DrawError
-from bonusd.errors import ImportFileError, NotFoundError
+from bonusd.errors import ConflictError, ImportFileError, NotFoundError
 from bonusd.floorview import ActiveFloor
 from bonusd.health import Health
 from bonusd.jackpotdesk import JackpotDesk
@@ -189,6 +189,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     @app.exception_handler(DrawError)
     @app.exception_handler(ClaimError)
     @app.exception_handler(RapsError)
+    @app.exception_handler(ConflictError)
     async def _refused(_: Request, exc: Exception) -> JSONResponse:
         status = 403 if isinstance(exc, RoleError) else 409
         return JSONResponse({"detail": str(exc)}, status_code=status)

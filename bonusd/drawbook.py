@@ -80,6 +80,8 @@ SETTLED = frozenset(
     }
 )
 
+MISSED = "not drawn at its time"  # the note of a round the scheduler missed
+
 
 class LedgerError(BonusdError):
     """A ledger record does not replay to what it says: the stored draw was altered.
@@ -103,6 +105,7 @@ class DrawBook(ClaimSteps):
         self.prizes: dict[RoundKey, tuple[Prize, ...]] = {}
         self.letters = LetterBook(plan.subject, validity=plan.letters_lapse - first)
         self.revealed: set[RoundKey] = set()
+        self.missed_rounds: set[int] = set()  # rounds with a "not drawn at its time" note
         self.version = 0  # ledger records this book holds
 
     # -- replay -----------------------------------------------------------------------------
@@ -168,6 +171,8 @@ class DrawBook(ClaimSteps):
         if kind is Kind.SEED_REVEAL:
             return self._reveal(key)
         if kind is Kind.EXCEPTION:
+            if MISSED in p.get("note", ""):
+                self.missed_rounds.add(key[1])
             return dict(p)
         raise ValueError(f"a draw ledger holds no {kind} records")
 
@@ -299,6 +304,16 @@ class DrawBook(ClaimSteps):
             deadline=at + self.plan.claim_time,
         )
         return [pick, self._entry(Kind.CLAIM, created, actor, at)]
+
+    def missed(self, number: int, late: dt.timedelta, at: dt.datetime) -> list[Entry]:
+        """Note that round `number` was not drawn at its time (the daemon was down longer
+        than the grace), so the desk runs it. Once per round, and never for a drawn one."""
+        if self.round_drawn(number) or number in self.missed_rounds:
+            return []
+        self.missed_rounds.add(number)
+        key = (next(iter(self.plan.round(number).winners)), number)
+        note = f"round {number} {MISSED}: the daemon was down for {late}; the desk runs it"
+        return [self.exception(key, note, SCHEDULER, at)]
 
     def exception(self, key: RoundKey, note: str, actor: Actor, at: dt.datetime) -> Entry:
         where = f"{key[0]} round {key[1]}"

@@ -11,11 +11,16 @@ Keys (all under the site's hash tag):
 A step loads the draw's book (cached; brought up to date from the ledger's tail), runs a
 pure command on it, and commits the entries against the ledger length it read, together
 with the deadline index. A lost race (`StaleLedger`) reloads and decides again; so two
-daemons, or the scheduler and the desk, can never both announce the same pick.
+daemons, or the scheduler and the desk, can never both announce the same pick. Within
+one daemon the cached book is shared by every task (scheduler, desk requests, page
+reads), so each draw has a lock: a load (which replays the ledger's tail into the cached
+book) and a step (whose command changes the book before its commit lands) hold it, and
+no task ever replays the same record twice or sees changes that were not committed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import secrets
@@ -67,6 +72,7 @@ class DrawDesk:
         self.promotions, self.clock = promotions, clock
         self._seed_source = seed_source
         self._books: dict[str, DrawBook] = {}
+        self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
         self._pools: dict[str, Pool] = {}
         self._deadline_changed = on_deadline_change
         self._on_records = on_records
@@ -121,8 +127,17 @@ class DrawDesk:
     def remember_pool(self, pool: Pool) -> None:
         self._pools[pool.commitment] = pool
 
+    def _lock(self, subject: str) -> asyncio.Lock:
+        return self._locks.setdefault(subject, asyncio.Lock())
+
     async def book(self, promotion_id: str, draw_id: str) -> DrawBook:
-        """The draw's book, up to date with its ledger."""
+        """The draw's book, up to date with its ledger. Read it before your next await: a
+        later step extends the same book."""
+        async with self._lock(subject_of(promotion_id, draw_id)):
+            return await self._load(promotion_id, draw_id)
+
+    async def _load(self, promotion_id: str, draw_id: str) -> DrawBook:
+        """`book`, for a caller holding the draw's lock."""
         plan = self.plan(promotion_id, draw_id)
         book = self._books.get(plan.subject)
         length = await self.redis.llen(self.audit.ledger_key(plan.subject))
@@ -150,17 +165,18 @@ class DrawDesk:
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = subject_of(promotion_id, draw_id)
-        records = await ledger_step(
-            audit=self.audit,
-            subject=subject,
-            deadlines=self.deadlines,
-            member=f"draw:{subject}",
-            load=lambda: self.book(promotion_id, draw_id),
-            forget=lambda: self._books.pop(subject, None),
-            command=command,
-            extra=extra,
-            check=check,
-        )
+        async with self._lock(subject):  # nobody reads the book while it holds uncommitted steps
+            records = await ledger_step(
+                audit=self.audit,
+                subject=subject,
+                deadlines=self.deadlines,
+                member=f"draw:{subject}",
+                load=lambda: self._load(promotion_id, draw_id),
+                forget=lambda: self._books.pop(subject, None),
+                command=command,
+                extra=extra,
+                check=check,
+            )
         if records:
             self._deadline_changed()
             if self._on_records is not None:
@@ -258,18 +274,7 @@ class DrawDesk:
         the desk sees it in the report and runs it on demand."""
         await self.close_bin(promotion_id, draw_id)
         now = self.clock.now()
-        note = (
-            f"round {number} not drawn at its time: the daemon was down for {late}; "
-            "the desk runs it"
-        )
-
-        def command(b: DrawBook) -> list[Entry]:
-            if b.round_drawn(number):
-                return []
-            key = (next(iter(b.plan.round(number).winners)), number)
-            return [b.exception(key, note, SCHEDULER, now)]
-
-        return await self.step(promotion_id, draw_id, command)
+        return await self.step(promotion_id, draw_id, lambda b: b.missed(number, late, now))
 
     async def accept_ticket(
         self,

@@ -43,6 +43,11 @@ class NotFoundError(BonusdError):
     """A member, device or record that was asked for does not exist."""
 
 
+class ConflictError(BonusdError):
+    """Other writers kept changing the same record while a step was being decided (for
+    example a draw run from two places at once); nothing was written, try the step again."""
+
+
 class ServiceUnavailableError(BonusdError):
     """Redis or the MQTT broker cannot be reached right now; the daemon keeps retrying."""
 

@@ -15,11 +15,14 @@ Keys (all under the site's hash tag):
 
 A step loads the session's book (cached; brought up to date from the ledger's tail),
 runs a pure command on it and commits the entries against the ledger length it read,
-with the archives and the deadline index; a lost race reloads and decides again.
+with the archives and the deadline index; a lost race reloads and decides again. As in
+the draw desk, each session has a lock within the daemon: loads and steps hold it, so
+tasks sharing the cached book never replay a record twice nor see an uncommitted step.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import secrets
@@ -31,7 +34,7 @@ from redis.asyncio import Redis
 
 from bonusd.audit import AuditRecord, Kind, evidence, verify_chain
 from bonusd.audit_store import AuditStore, Entry
-from bonusd.claims import Actor
+from bonusd.claims import Actor, ClaimError
 from bonusd.clock import Clock, GamingCalendar
 from bonusd.drawbook import SCHEDULER
 from bonusd.drawdesk import DrawDesk
@@ -80,6 +83,7 @@ class JackpotDesk:
         self._seed_source = seed_source
         self._deadline_changed = on_deadline_change
         self._books: dict[str, RapsBook] = {}
+        self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
         self._floors: dict[tuple[str, int], FloorSnapshot] = {}
         self._random_times: dict[tuple[str, str], tuple[dt.datetime, ...]] = {}
         # pool files and the deadline index are the draw desk's: the same keys, one reader
@@ -149,8 +153,18 @@ class JackpotDesk:
             self._floors[(jid, attempt)] = FloorSnapshot.parse(cast(str, raw).encode())
         return self._floors[(jid, attempt)]
 
+    def _lock(self, subject: str) -> asyncio.Lock:
+        return self._locks.setdefault(subject, asyncio.Lock())
+
     async def book(self, promotion_id: str, session_id: str) -> RapsBook:
-        """The session's book, up to date with its ledger."""
+        """The session's book, up to date with its ledger. Read it before your next await:
+        a later step extends the same book."""
+        subject = (await self.load_plan(promotion_id, session_id)).subject
+        async with self._lock(subject):
+            return await self._load(promotion_id, session_id)
+
+    async def _load(self, promotion_id: str, session_id: str) -> RapsBook:
+        """`book`, for a caller holding the session's lock."""
         plan = await self.load_plan(promotion_id, session_id)
         book = self._books.get(plan.subject)
         length = await self.redis.llen(self.audit.ledger_key(plan.subject))
@@ -181,17 +195,18 @@ class JackpotDesk:
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = (await self.load_plan(promotion_id, session_id)).subject
-        records = await ledger_step(
-            audit=self.audit,
-            subject=subject,
-            deadlines=self._draws.deadlines,
-            member=f"raps:{subject}",
-            load=lambda: self.book(promotion_id, session_id),
-            forget=lambda: self._books.pop(subject, None),
-            command=command,
-            extra=extra,
-            check=check,
-        )
+        async with self._lock(subject):  # nobody reads the book while it holds uncommitted steps
+            records = await ledger_step(
+                audit=self.audit,
+                subject=subject,
+                deadlines=self._draws.deadlines,
+                member=f"raps:{subject}",
+                load=lambda: self._load(promotion_id, session_id),
+                forget=lambda: self._books.pop(subject, None),
+                command=command,
+                extra=extra,
+                check=check,
+            )
         if records:
             self._deadline_changed()
         return records
@@ -331,7 +346,13 @@ class JackpotDesk:
             if d.claim_id is None:
                 await self.run_jackpot(promotion_id, session_id, d.jackpot, SCHEDULER)
             else:
-                await self.act(promotion_id, session_id, d.claim_id, d.action, SCHEDULER)
+                try:
+                    await self.act(promotion_id, session_id, d.claim_id, d.action, SCHEDULER)
+                except ClaimError:
+                    # lost a race: another daemon (or the desk) acted on the claim first
+                    if d in (await self.book(promotion_id, session_id)).due(self.clock.now()):
+                        raise
+                    continue
             done += 1
 
     # -- verification -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 
 from bonusd.audit import AuditRecord
 from bonusd.audit_store import AuditStore, Entry, StaleLedger
-from bonusd.errors import BonusdError
+from bonusd.errors import ConflictError
 from bonusd.fairness import SeedSource, new_seed
 
 ATTEMPTS = 8
@@ -67,7 +67,10 @@ async def ledger_step(
         except BaseException:
             forget()  # the book holds uncommitted changes
             raise
-    raise BonusdError(f"{subject}: too many concurrent changes; try again")
+    raise ConflictError(
+        f"{subject} kept changing while this step was decided ({ATTEMPTS} attempts): "
+        "nothing was written; look at its current state and try again"
+    )
 
 
 async def stored_seeds(
