@@ -7,9 +7,9 @@ Startup opens the Redis pool and loads the scripts; the main phase runs ingest, 
 the HTTP server and the leader election in one TaskGroup. While this daemon holds the
 site's lease (bonusd/leader.py, docs/leader.md) it also runs the leader's tasks: the
 scheduler with its timed actions (bonusd/actions.py), the claim timers, the SMS notices,
-the idle sweeper and the retention sweeper. Shutdown stops intake, lets the consumer commit what it holds, stops
-the leader's tasks and releases the lease, stops the HTTP server and closes the pool,
-within deadlines.
+the idle sweeper and the retention sweeper. Shutdown stops intake, lets the consumer
+commit what it holds, stops the leader's tasks and releases the lease, stops the HTTP
+server and closes the pool, within deadlines.
 """
 
 from __future__ import annotations
