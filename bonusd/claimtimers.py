@@ -69,11 +69,13 @@ class ClaimTimers:
             return
         done = asyncio.Event()  # the listener ends with the timers (also when fenced out)
         async with asyncio.TaskGroup() as tg:
-            tg.create_task(self._listen(self._channel, done), name="claim-timers-listen")
+            listener = tg.create_task(self._listen(self._channel, done), name="claim-timers-listen")
             try:
                 await self._run(stop)
             finally:
                 done.set()
+                # it only wakes the timers: do not wait out its poll of the channel
+                listener.cancel()
 
     async def _listen(self, channel: str, stop: asyncio.Event) -> None:
         """Look again whenever a step was committed, on whichever daemon."""

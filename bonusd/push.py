@@ -148,7 +148,8 @@ class PushHub:
         then close every subscriber (1001, going away)."""
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._listen(stop), name="push-listen")
+                listener = tg.create_task(self._listen(stop), name="push-listen")
+                tg.create_task(_cancel_when(stop, listener), name="push-listen-end")
                 tg.create_task(self._ticker(stop), name="push-tick")
                 tg.create_task(self._loop(stop), name="push-loop")
         finally:
@@ -336,3 +337,10 @@ class PushHub:
             card: Place(area or "", bank or "", device or "", int(seat) if seat else None)
             for (card, (area, device, seat)), bank in zip(found.items(), banks, strict=True)
         }
+
+
+async def _cancel_when(stop: asyncio.Event, task: asyncio.Task[None]) -> None:
+    """Cancel `task` once `stop` is set: a listener that only wakes others need not wait
+    out its poll of the channel (up to a tick) before the daemon may stop."""
+    await stop.wait()
+    task.cancel()
