@@ -12,6 +12,7 @@ import time
 
 import httpx
 import paho.mqtt.client as mqtt
+import pytest
 import redis
 from paho.mqtt.enums import CallbackAPIVersion
 
@@ -63,6 +64,7 @@ def _publish_burst(broker: LocalMosquitto, site: str, now: dt.datetime) -> None:
     client.disconnect()
 
 
+@pytest.mark.slow  # ~30-40 s of daemon restarts: `make test-slow`
 def test_kill_9_mid_burst_then_restart_totals_exact(
     broker: LocalMosquitto, site: str, redis_url: str, tmp_path: object
 ) -> None:

@@ -73,6 +73,7 @@ def _wait(predicate: object, what: str, timeout: float = 20) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow  # ~30-40 s of daemon restarts: `make test-slow`
 def test_kill_9_around_a_draw_round_and_a_claim_timer(
     env: dict[str, str], site: str, redis_url: str, tmp_path: Path
 ) -> None:
