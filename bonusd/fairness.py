@@ -122,10 +122,17 @@ class Pool:
     def serialise(self) -> bytes:
         """The canonical form: the header line, then `card:tickets` per card, each line
         ending in LF, UTF-8."""
-        lines = [self.header()]
-        lines += [f"{c}:{n}" for c, n in zip(self.cards, self.tickets.tolist(), strict=True)]
-        lines.append("")
-        return "\n".join(lines).encode()
+        return self._serialised
+
+    @cached_property
+    def _serialised(self) -> bytes:
+        head = self.header() + "\n"
+        if not self.cards:
+            return head.encode()
+        if (self.tickets == 1).all():  # a RAPS pool: one entry each
+            return (head + ":1\n".join(self.cards) + ":1\n").encode()
+        lines = [f"{c}:{n}" for c, n in zip(self.cards, self.tickets.tolist(), strict=True)]
+        return (head + "\n".join(lines) + "\n").encode()
 
     @cached_property
     def commitment(self) -> str:

@@ -11,7 +11,8 @@ Keys (all under the site's hash tag):
                                        POOL record, the eligibility report derives from it
     ledger:{subject}           list    the session's audit records (see audit_store)
     deadlines                  zset    `raps:{subject}` -> its next timer (epoch seconds)
-    floor-row                  hash    read only: the ingest's line per active card (keys.py)
+    floor-row                  hash    read only: the ingest's line per active card (keys.py),
+                                       mirrored in the daemon (`floormirror`)
 
 A step loads the session's book (cached; brought up to date from the ledger's tail),
 runs a pure command on it and commits the entries against the ledger length it read,
@@ -41,6 +42,7 @@ from bonusd.drawdesk import DrawDesk
 from bonusd.draws import RoundKey
 from bonusd.errors import AuditFormatError, BonusdError, NotFoundError
 from bonusd.fairness import Mismatch, Pool, SeedSource, Verification
+from bonusd.floormirror import FloorMirror
 from bonusd.keys import Keys
 from bonusd.ledger import ledger_step, stored_seeds
 from bonusd.poolfile import parse_pool
@@ -85,6 +87,7 @@ class JackpotDesk:
         self._books: dict[str, RapsBook] = {}
         self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
         self._floors: dict[tuple[str, int], FloorSnapshot] = {}
+        self.live_floor = FloorMirror(redis, keys)  # the floor a pick judges
         self._random_times: dict[tuple[str, str], tuple[dt.datetime, ...]] = {}
         # pool files and the deadline index are the draw desk's: the same keys, one reader
         self._draws = DrawDesk(
@@ -217,12 +220,10 @@ class JackpotDesk:
         snapshot file a jackpot at `at` (default: now) is judged from."""
         at = at or self.clock.now()
         day = self.calendar.gaming_day(at).isoformat()
-        # One atomic read: the ingest keeps one pre-joined line per active card in
-        # `floor-row` (apply.lua, sweep.lua; tier and exclusion refreshed by the member
-        # import), so 20,000 players are one HVALS. (Joining them inside a Lua script
-        # instead costs Redis about four times as long.)
-        rows = cast(list[str], await self.redis.hvals(self.keys.floor_row))
-        return FloorSnapshot.of_rows(at, day, "\n".join(rows))
+        # The ingest keeps one pre-joined line per active card in `floor-row`; the daemon
+        # mirrors it, so the pick reads only the rows changed since the mirror last looked
+        # (one atomic script call) and judges columns checked when they arrived.
+        return await self.live_floor.snapshot(at, day)
 
     # -- the session's life -----------------------------------------------------------------
     async def commit_seeds(self, promotion_id: str, session_id: str) -> list[AuditRecord]:

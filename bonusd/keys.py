@@ -16,6 +16,11 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
                                                   area\tdevice\tseat\tbank\tlast_play_ms\t
                                                   spend_cents\ttier\texcluded\tday (apply.lua,
                                                   sweep.lua, member_rows.lua; `floor reindex`)
+    {prefix}:{site}:floor-row-seq          string bumped by each script call that changed
+                                                  floor-row (lua/rowlog.lua)
+    {prefix}:{site}:floor-row-log          zset   card -> the floor-row-seq of its line's last
+                                                  change, for the daemons' mirrors
+    {prefix}:{site}:floor-row-low          string changes up to it may be gone from the log
     {prefix}:{site}:floor-ended-card       zset   card -> newest event of its ended session (ms)
     {prefix}:{site}:floor-ended-slot       zset   place -> the same, per EGM or table seat
                                                   (late events; pruned past the dedup window)

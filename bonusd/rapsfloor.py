@@ -21,9 +21,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from bonusd.audit import Json, canonical_json, utc_text
 from bonusd.fairness import Mismatch, Pool
 from bonusd.floortable import Bools, FieldError, FieldTable, Ints
 from bonusd.raps import FloorPlayer, PlayKind, RapsRules, Reason
+
+if TYPE_CHECKING:
+    from bonusd.floorcolumns import FloorColumns
 
 MAGIC = "bonusd-raps-floor 1"
 COLUMNS = (
@@ -94,6 +97,8 @@ class FloorSnapshot:
 
     at_ms: int
     body: str  # the file's lines after the header, each ending in LF ("" when empty)
+    # the same rows as columns checked already (the daemon's floor mirror), or None
+    checked: FloorColumns | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, at: dt.datetime, body: str) -> FloorSnapshot:
@@ -109,7 +114,8 @@ class FloorSnapshot:
     def of_rows(cls, at: dt.datetime, day: str, rows: str) -> FloorSnapshot:
         """The snapshot from the ingest's `floor-row` lines (LF-separated): each is a file
         line for the gaming day it ends with. The day is dropped; a row of another day
-        than `day` (the jackpot's) has spent nothing on it: its spend becomes 0."""
+        than `day` (the jackpot's) has spent nothing on it: its spend becomes 0. (What the
+        whole index gives: the daemon's mirror of it, `floormirror`, is held to this.)"""
         if not rows:
             return cls.of(at, "")
         joined = rows + "\n"
@@ -226,7 +232,7 @@ class Judgement:
 
     @cached_property
     def _left_out(self) -> Bools:
-        out = np.zeros(self.snapshot.size, dtype=np.bool_)
+        out = np.zeros(len(next(iter(self.failed.values()))), dtype=np.bool_)
         for mask in self.failed.values():
             out |= mask
         return out
@@ -293,6 +299,9 @@ def judge(
     snapshot: FloorSnapshot, rules: RapsRules, previous_winners: Collection[str] = ()
 ) -> Judgement:
     """Split the snapshot into the eligible pool and the rest, at the snapshot's instant."""
+    if snapshot.checked is not None:
+        eligible, failed = snapshot.checked.judge(snapshot.at_ms, rules, previous_winners)
+        return Judgement(snapshot, snapshot.at_ms, eligible, failed)
     t = snapshot.table
     last, spend = t.integers(LAST), t.integers(SPEND)
     assert last is not None  # checked by `table`

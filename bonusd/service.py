@@ -279,6 +279,10 @@ class Service:
                 tg.create_task(self._watch_redis(), name="redis-watch")
                 tg.create_task(self.push.run(self.stop_event), name="push")
                 tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
+                if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
+                    every = self.settings.raps_floor_sync_s
+                    floor = self.jackpots.live_floor.follow(self.stop_event, every)
+                    tg.create_task(floor, name="raps-floor")
                 if isinstance(self.clock, SharedClock):
                     tg.create_task(self.clock.watch(self.stop_event), name="clock-watch")
                 if self._serve_http:

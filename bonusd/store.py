@@ -62,6 +62,11 @@ def _script(name: str) -> str:
     return resources.files("bonusd").joinpath("lua", name).read_text(encoding="utf-8")
 
 
+def _logged(name: str) -> str:
+    """A script that writes floor-row, with the change log's function before it."""
+    return _script("rowlog.lua") + _script(name)
+
+
 class FloorStore:
     """Reads and writes one site's floor. `redis` must decode responses to `str`."""
 
@@ -81,10 +86,11 @@ class FloorStore:
         self._dedup_ttl = str(dedup_ttl_s)
         self._dl_maxlen = str(deadletter_maxlen)
         self._dl_bytes = deadletter_payload_bytes
-        self._apply = redis.register_script(_script("apply.lua"))
-        self._sweep = redis.register_script(_script("sweep.lua"))
-        self._member_rows = _script("member_rows.lua")
-        self._reindex = redis.register_script(_script("reindex.lua"))
+        # the scripts that write floor-row keep its change log (lua/rowlog.lua)
+        self._apply = redis.register_script(_logged("apply.lua"))
+        self._sweep = redis.register_script(_logged("sweep.lua"))
+        self._member_rows = _logged("member_rows.lua")
+        self._reindex = redis.register_script(_logged("reindex.lua"))
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -164,7 +170,8 @@ class FloorStore:
                     pipe.srem(self.keys.unregistered, m.card)
                 rows = [self.keys.floor_row, self.keys.member_index]
                 # EVAL, not the Script's EVALSHA: Redis Cluster pipelines refuse EVALSHA
-                pipe.eval(self._member_rows, len(rows), *rows, *[m.card for m in part])
+                cards = [m.card for m in part]
+                pipe.eval(self._member_rows, len(rows), *rows, self.keys.base, *cards)
                 await pipe.execute()
             if progress is not None:
                 progress(len(part))

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import redis.asyncio as aioredis
-from floorseed import bench_store, seed_floor
+from floorseed import bench_store, play_on, seed_floor
 from rich.console import Console
 from rich.progress import Progress, track
 from rich.table import Table
@@ -265,7 +265,7 @@ async def bench_raps(
     session = promotion.jackpot_sessions[0]
     at = dt.datetime.combine(session.date, _jackpot_instant(args.runs), promotion.zone)
     clock = ManualClock(at)
-    await seed_floor(r, keys, promotion, _cards(args.members)[: args.actives], at)
+    layout = await seed_floor(r, keys, promotion, _cards(args.members)[: args.actives], at)
     desk = JackpotDesk(
         redis=r,
         keys=keys,
@@ -276,7 +276,13 @@ async def bench_raps(
     )
     await desk.commit_seeds(PID, session.id)  # at the session start: not part of a pick
     out: dict[str, list[float]] = {"pick": [], "ping": [], "snapshot": [], "eligible": []}
+    # the daemon's mirror of the floor is read whole once, when it starts following
+    t0 = time.perf_counter()
+    await desk.live_floor.sync()
+    out["full_read"] = [time.perf_counter() - t0]
     for number in track(range(1, args.runs + 1), description="RAPS picks"):
+        # what the floor did since the mirror last looked (not timed)
+        await play_on(r, keys, layout, at, n=args.churn, seed=number)
         out["ping"].append(await _ping(r))
         t0 = time.perf_counter()
         records = await desk.run_jackpot(PID, session.id, number)
@@ -286,6 +292,7 @@ async def bench_raps(
             raise SystemExit(f"jackpot {number}: expected a pick and a claim, got {kinds}")
         pool = next(rec for rec in records if rec.kind == "pool")
         out["eligible"].append(float(pool.payload.get("members", -1)))
+        await play_on(r, keys, layout, at, n=args.churn, seed=10_000 + number)
         t0 = time.perf_counter()
         await desk.snapshot(at)
         out["snapshot"].append(time.perf_counter() - t0)
@@ -323,6 +330,13 @@ async def main() -> None:
     parser.add_argument("--cold", type=int, default=5, help="extra draws run on a fresh desk")
     parser.add_argument("--actives", type=int, default=20_000)
     parser.add_argument("--raps-only", action="store_true", help="skip the draw rounds")
+    parser.add_argument(
+        "--churn",
+        type=int,
+        default=400,
+        help="players whose rows change between two RAPS picks (a quarter second at a "
+        "Saturday peak: what the mirror's sync carries)",
+    )
     parser.add_argument("--redis-url", default=Settings().redis_url)
     args = parser.parse_args()
     site = f"bdraw{uuid.uuid4().hex[:6]}"
@@ -357,12 +371,17 @@ async def main() -> None:
         table.add_row("draw round, cold desk, slowest (ms)", f"{max(draws['cold']) * 1e3:.0f}")
         table.add_row("draw round, warm desk, slowest (ms)", f"{max(draws['warm']) * 1e3:.1f}")
     eligible = int(statistics.median(raps["eligible"]))
-    name = f"RAPS pick, {args.actives:,} on the floor, {eligible:,} eligible"
+    name = (
+        f"RAPS pick, {args.actives:,} on the floor, {eligible:,} eligible, "
+        f"{args.churn:,} rows changed since the mirror's last sync"
+    )
     _rows(table, name, raps["pick"], raps["ping"], "PING")
     table.add_row("RAPS pick, slowest (ms)", f"{max(raps['pick']) * 1000:.1f}")
     for q in (50, 99):
         snap = f"{_pct(raps['snapshot'], q):.1f}"
         table.add_row(f"  of which floor snapshot alone p{q} (ms)", snap)
+    full = f"{raps['full_read'][0] * 1000:.1f}"
+    table.add_row("floor mirror's first (whole) read, once at start (ms)", full)
     console.print(table)
 
 

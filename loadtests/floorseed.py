@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import numpy as np
@@ -21,11 +22,12 @@ def bench_store(r: aioredis.Redis, keys: Keys) -> FloorStore:
 
 async def seed_floor(
     r: aioredis.Redis, keys: Keys, promotion: Promotion, cards: list[str], at: dt.datetime
-) -> None:
+) -> list[FloorEvent]:
     """`len(cards)` players on the floor at instant `at`, written through the ingest's own
     store (sessions, active sets, gaming-day totals): one rated game each, 85 % at EGMs and
     15 % at table seats; 60 % in the main area, 30 % smoking, 10 % in a salon outside the
-    session; last play 0-8 minutes before `at`; day spend log-normal around R300."""
+    session; last play 0-8 minutes before `at`; day spend log-normal around R300. Returns
+    each player's game (where they sit), for `play_on`."""
     rng = np.random.default_rng(13)
     n = len(cards)
     table = rng.random(n) < 0.15
@@ -54,3 +56,23 @@ async def seed_floor(
     ]
     for start in range(0, n, 2_000):
         await floor.apply_batch(events[start : start + 2_000], [])
+    return events
+
+
+async def play_on(
+    r: aioredis.Redis, keys: Keys, layout: list[FloorEvent], at: dt.datetime, *, n: int, seed: int
+) -> None:
+    """`n` players of a seeded floor each play one more rated game where they sit, in the
+    minute before `at` (one ingest batch): the churn a floor sees between two picks."""
+    rng = np.random.default_rng(seed)
+    at_ms = int(at.timestamp() * 1000)
+    who = rng.choice(len(layout), size=min(n, len(layout)), replace=False)
+    ago = rng.integers(0, 60_000, size=len(who))
+    events = [
+        dataclasses.replace(
+            layout[i], id=f"churn-{seed}-{i}", ts_ms=at_ms - int(a), wager_cents=500, points=5
+        )
+        for i, a in zip(who.tolist(), ago.tolist(), strict=True)
+    ]
+    if events:
+        await bench_store(r, keys).apply_batch(events, [])

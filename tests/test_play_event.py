@@ -206,11 +206,12 @@ def _floor(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 async def _dump(r: aioredis.Redis, keys: Keys) -> dict[str, Any]:
     """Every key of the site with its value, keyed relative to the site's base; without
-    the de-duplication id sets and the counters, which count messages, not play."""
+    the de-duplication id sets, the counters and the floor-row change log, which count
+    messages and writes, not play."""
     out: dict[str, Any] = {}
     async for key in r.scan_iter(match=f"{keys.base}*", count=1000):
         rel = key.removeprefix(keys.base)
-        if rel.startswith("seen:") or rel == "stats":
+        if rel.startswith(("seen:", "floor-row-")) or rel == "stats":
             continue
         kind = await r.type(key)
         if kind == "hash":

@@ -48,6 +48,7 @@ end
 local sess = {}   -- card -> session table, or false when known to have none
 local dirty = {}  -- card -> true when a cached session's times or day changed
 local rows = {}   -- card -> true when its floor-row must be written again (at the end)
+local changed = {}  -- card -> true when its floor-row was written or removed (the log)
 
 local function load_session(card)
   local s = sess[card]
@@ -90,6 +91,7 @@ local function end_session(card, s, ts)
   redis.call('ZREM', base .. 'lastseen', card)
   redis.call('HDEL', base .. 'floor-place', card)
   redis.call('HDEL', base .. 'floor-row', card)
+  changed[card] = true
   local at = base .. 'at:' .. s.slot
   if redis.call('GET', at) == card then redis.call('DEL', at) end
   redis.call('DEL', base .. 'session:' .. card)
@@ -234,7 +236,9 @@ for card in pairs(rows) do
   end
   redis.call('HSET', base .. 'floor-row', card, table.concat({card, place,
     string.format('%d', s.last_play), spend, tier, excluded, s.day}, '\t'))
+  changed[card] = true
 end
+log_floor_rows(base, changed)
 
 for _, d in ipairs(dead) do
   redis.call('XADD', base .. 'deadletters', 'MAXLEN', '~', maxlen, '*',

@@ -7,8 +7,10 @@
 -- a card without one loses both. Returns how many cards have a floor-row now.
 local base, default_day = ARGV[1], ARGV[2]
 local n = 0
+local changed = {}
 for i = 3, #ARGV do
   local card = ARGV[i]
+  changed[card] = true
   local skey = base .. 'session:' .. card
   local v = redis.call('HMGET', skey, 'slot', 'kind', 'area', 'device', 'seat', 'last_play', 'day')
   if not v[1] then
@@ -42,4 +44,5 @@ for i = 3, #ARGV do
     n = n + 1
   end
 end
+log_floor_rows(base, changed)
 return n

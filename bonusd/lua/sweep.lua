@@ -4,6 +4,7 @@
 local base, cutoff, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local cards = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. cutoff, 'LIMIT', 0, limit)
 local ended = {}
+local changed = {}
 -- remembered like a card-out (apply.lua): a late event older than the session's last
 -- cannot place the card again, nor take the place
 local function remember(key, member, ts)
@@ -23,10 +24,12 @@ for _, card in ipairs(cards) do
     redis.call('HDEL', base .. 'floor-place', card)
     redis.call('HDEL', base .. 'floor-row', card)
     ended[#ended + 1] = card
+    changed[card] = true
     redis.call('ZREM', KEYS[1], card)
   elseif not v[1] then
     redis.call('ZREM', KEYS[1], card)
   end
 end
+log_floor_rows(base, changed)
 if #ended > 0 then redis.call('HINCRBY', base .. 'stats', 'idle_sessions_ended', #ended) end
 return ended
