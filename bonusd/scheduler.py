@@ -28,7 +28,7 @@ from redis.asyncio import Redis
 
 from bonusd.backoff import Backoff, pause
 from bonusd.clock import Clock, sleep_until_or_stop
-from bonusd.errors import BonusdError
+from bonusd.errors import BonusdError, ConflictError
 from bonusd.keys import Keys
 from bonusd.leader import Claim, Fence, FencedOut
 from bonusd.promotions import Action, Promotion, TimedAction, schedule
@@ -152,6 +152,12 @@ class Scheduler:
                 except FencedOut as exc:
                     logger.error("scheduler stops: %s", exc)
                     return
+                except ConflictError as exc:  # lost races only: nothing written, try again
+                    logger.warning(
+                        "%s %s retries: %s", action.action.value, "/".join(action.ids), exc
+                    )
+                    if await pause(stop, backoff.next_delay()):
+                        return
                 except BonusdError as exc:
                     # a refused step (e.g. an altered draw) must not stop every other
                     # promotion's timetable; it stays unmarked, so a restart tries again
