@@ -18,7 +18,6 @@ once (an old leader that lost its lease mid-step) still record it once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,6 +26,7 @@ from typing import cast
 from redis.asyncio import Redis
 
 from bonusd.backoff import Backoff, pause
+from bonusd.channel import listen
 from bonusd.clock import Clock, sleep_until_or_stop
 from bonusd.errors import BonusdError
 from bonusd.leader import Fence, FencedOut
@@ -78,24 +78,13 @@ class ClaimTimers:
                 listener.cancel()
 
     async def _listen(self, channel: str, stop: asyncio.Event) -> None:
-        """Look again whenever a step was committed, on whichever daemon."""
-        backoff = Backoff()
-        while not stop.is_set():
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(channel)
-                backoff.reset()
-                self.changed.set()  # whatever was committed while we were not listening
-                while not stop.is_set():
-                    if await pubsub.get_message(timeout=1.0) is not None:
-                        self.changed.set()
-            except REDIS_ERRORS as exc:
-                logger.warning("claim timers: notification channel lost (%s)", exc)
-                if await pause(stop, backoff.next_delay()):
-                    return
-            finally:
-                with contextlib.suppress(*REDIS_ERRORS):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        """Look again whenever a step was committed, on whichever daemon (and whenever the
+        channel is back: whatever was committed while nobody listened)."""
+
+        async def wake(_: str | None) -> None:
+            self.changed.set()
+
+        await listen(self._redis, channel, stop, wake, what="claim timers")
 
     async def _run(self, stop: asyncio.Event) -> None:
         backoff = Backoff()

@@ -16,7 +16,6 @@ subscribers are recomputed, from one read of the site's inputs (`views.Inputs`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 from collections.abc import Awaitable, Callable, Collection
@@ -25,7 +24,8 @@ from zoneinfo import ZoneInfo
 
 from redis.asyncio import Redis
 
-from bonusd.backoff import Backoff, pause
+from bonusd.backoff import pause
+from bonusd.channel import cancel_when, listen
 from bonusd.clock import Clock
 from bonusd.drawbook import DrawBook
 from bonusd.errors import BonusdError
@@ -149,7 +149,7 @@ class PushHub:
         try:
             async with asyncio.TaskGroup() as tg:
                 listener = tg.create_task(self._listen(stop), name="push-listen")
-                tg.create_task(_cancel_when(stop, listener), name="push-listen-end")
+                tg.create_task(cancel_when(stop, listener), name="push-listen-end")
                 tg.create_task(self._ticker(stop), name="push-tick")
                 tg.create_task(self._loop(stop), name="push-loop")
         finally:
@@ -240,23 +240,10 @@ class PushHub:
             self.recomputes += 1
 
     async def _listen(self, stop: asyncio.Event) -> None:
-        backoff = Backoff()
-        while not stop.is_set():
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(self.channel)
-                backoff.reset()
-                self._wake.set()  # whatever happened while we were not listening
-                while not stop.is_set():
-                    if await pubsub.get_message(timeout=TICK_S) is not None:
-                        self._wake.set()
-            except REDIS_ERRORS as exc:
-                logger.warning("push: notification channel lost (%s); reconnecting", exc)
-                if await pause(stop, backoff.next_delay()):
-                    return
-            finally:
-                with contextlib.suppress(*REDIS_ERRORS):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        async def wake(_: str | None) -> None:
+            self._wake.set()  # also on (re)subscribing: whatever happened meanwhile
+
+        await listen(self._redis, self.channel, stop, wake, what="push")
 
     # -- inputs -----------------------------------------------------------------------------
     async def inputs(self) -> Inputs:
@@ -337,10 +324,3 @@ class PushHub:
             card: Place(area or "", bank or "", device or "", int(seat) if seat else None)
             for (card, (area, device, seat)), bank in zip(found.items(), banks, strict=True)
         }
-
-
-async def _cancel_when(stop: asyncio.Event, task: asyncio.Task[None]) -> None:
-    """Cancel `task` once `stop` is set: a listener that only wakes others need not wait
-    out its poll of the channel (up to a tick) before the daemon may stop."""
-    await stop.wait()
-    task.cancel()
