@@ -57,7 +57,7 @@ FAMILIES = (
     "devices", "stats", "token", "tokens", "pwf", "pm", "act", "lb", "lbpub", "lbhist",
     "seats", "pool", "poolfile", "rapsfloor", "seed", "fired", "schedule-seed", "sms",
     "deadlines", "letters", "clock", "multipliers-active", "notify", "floor-row", "leader",
-    "rate", "pwd", "floor-row-seq", "floor-row-log", "floor-row-low",
+    "rate", "pwd", "floor-row-seq", "floor-row-log", "floor-row-low", "rules",
 )  # fmt: skip
 
 

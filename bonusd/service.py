@@ -21,7 +21,6 @@ import gc
 import logging
 import signal
 from collections.abc import Generator
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -45,11 +44,12 @@ from bonusd.leader import Leadership
 from bonusd.metrics import Metrics
 from bonusd.notifier import SmsNotifier
 from bonusd.outbox import Outbox
-from bonusd.promotions import Promotion, diff_promotions, load_promotions
+from bonusd.promotions import Promotion, diff_promotions
 from bonusd.push import PushHub
 from bonusd.ratelimit import RateLimits
 from bonusd.redisclient import redis_client
 from bonusd.retention import RetentionSweeper
+from bonusd.rulesync import RuleSync, site_promotions
 from bonusd.scheduler import Scheduler
 from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
@@ -59,19 +59,6 @@ from bonusd.telemetry import DecodeLimits, TelemetryDecoder
 
 logger = logging.getLogger(__name__)
 REDIS_WATCH_INTERVAL_S = 2.0
-
-
-def site_promotions(folder: Path, site: str) -> tuple[Promotion, ...]:
-    """The promotions of `site` in `folder`. A broken file stops the start with a message
-    naming it: running without it would silently miss its points."""
-    if not folder.is_dir():
-        logger.warning("no promotions folder %s; running the floor without promotions", folder)
-        return ()
-    mine = tuple(p for p in load_promotions(folder) if p.site == site)
-    logger.info(
-        "promotions of site %s: %s", site, ", ".join(p.id for p in mine) or "none in " + str(folder)
-    )
-    return mine
 
 
 class _QuietServer(uvicorn.Server):
@@ -173,6 +160,14 @@ class Service:
             metrics=self.metrics,
         )
         self.push = self._push_hub(settings)  # live views for screens and handhelds
+        self.rules = RuleSync(  # the same promotion rules on every daemon of the site
+            redis=self.redis,
+            keys=self.keys,
+            folder=settings.promotions,
+            site=settings.site,
+            current=lambda: self.promotions,
+            apply=self._apply_promotions,
+        )
         self.leader = Leadership(  # who runs the work that must run once (docs/leader.md)
             redis=self.redis,
             keys=self.keys,
@@ -278,6 +273,7 @@ class Service:
                 tg.create_task(self.ingest.run(self.stop_event), name="ingest")
                 tg.create_task(self._watch_redis(), name="redis-watch")
                 tg.create_task(self.push.run(self.stop_event), name="push")
+                tg.create_task(self.rules.run(self.stop_event), name="rules")
                 tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
                 if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
                     every = self.settings.raps_floor_sync_s
@@ -342,12 +338,17 @@ class Service:
                 kind=Kind.RULE_CHANGE,
                 payload={"promotion": r["promotion"], "changes": r["changes"]},
             )
+        self._apply_promotions(new)
+        await self.rules.publish()  # the other daemons of the site follow
+        logger.warning("promotion rules reloaded by %s: %d change record(s)", actor, len(records))
+        return records
+
+    def _apply_promotions(self, new: tuple[Promotion, ...]) -> None:
+        """Run `new` from now on: points, standings, the scheduler's timetable."""
         self.promotions = new
         self.store.book = PromotionBook(new)
         self.promotion_store.promotions = {p.id: p for p in new}
         self.scheduler.reload(new)
-        logger.warning("promotion rules reloaded by %s: %d change record(s)", actor, len(records))
-        return records
 
     def _poke_timers(self) -> None:
         self.timers.poke()
