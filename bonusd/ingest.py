@@ -182,7 +182,7 @@ class Ingest:
             clean_start=False,
             properties=props,
             tls_context=self._target.tls_context(),
-            logger=logging.getLogger("bonusd.mqtt"),
+            logger=_paho_logger(),
         )
         # aiomqtt 2.x has no manual acknowledgement yet (empicano/aiomqtt#345), so the paho
         # client underneath is configured directly: acks are ours to send, and messages go
@@ -348,3 +348,23 @@ def _disconnection_seen(client: aiomqtt.Client) -> None:
     lost = client._disconnected
     if lost.done() and not lost.cancelled():
         lost.exception()
+
+
+class _LostConnectionIsAWarning(logging.Filter):
+    """paho reports a dropped broker connection ("failed to receive on socket") at ERROR;
+    the ingest waits it out and logs that itself, so it is a WARNING here: an operator's
+    alarms that key on ERROR stay for what needs a person."""
+
+    LOST = ("failed to receive on socket", "timeout on socket")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith(self.LOST):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def _paho_logger() -> logging.Logger:
+    log = logging.getLogger("bonusd.mqtt")
+    if not any(isinstance(f, _LostConnectionIsAWarning) for f in log.filters):
+        log.addFilter(_LostConnectionIsAWarning())
+    return log

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bonusd.clock import ManualClock
+from bonusd.ingest import _paho_logger
 from bonusd.localservices import LocalMosquitto, LocalRedis, free_port
 from bonusd.settings import Settings
 from tests.conftest import SAST, Daemon, running
@@ -48,7 +50,11 @@ def _games(pub: Publisher, first: int, n: int) -> int:
 
 
 async def test_broker_restart_is_waited_out(
-    own_broker: LocalMosquitto, site: str, redis_url: str, clock: ManualClock
+    own_broker: LocalMosquitto,
+    site: str,
+    redis_url: str,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     settings = Settings(
         site=site,
@@ -78,6 +84,8 @@ async def test_broker_restart_is_waited_out(
         assert day["spend_cents"] == 200 * 100
         metrics = (await d.http.get("/metrics")).text
         assert 'bonusd_reconnects_total{service="mqtt"}' in metrics
+    # an outage waited out is a warning, not an error (an operator's alarms key on ERROR)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_redis_outage_holds_messages_unacknowledged_then_catches_up(
@@ -110,3 +118,17 @@ async def test_redis_outage_holds_messages_unacknowledged_then_catches_up(
         day = await d.get("/members/1001/days/2026-10-03")
         assert day["games"] == 100
         assert day["spend_cents"] == 100 * 100
+
+
+def test_a_lost_broker_connection_reported_by_paho_is_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What paho logs, through the logger the ingest gives it, when the broker drops the
+    connection (which the ingest waits out)."""
+    with caplog.at_level(logging.DEBUG, logger="bonusd.mqtt"):
+        _paho_logger().error("failed to receive on socket: %s", "[Errno 104] reset")
+        _paho_logger().error("Caught exception in on_message: %s", "boom")
+    assert [(r.levelname, r.getMessage()[:26]) for r in caplog.records] == [
+        ("WARNING", "failed to receive on socke"),
+        ("ERROR", "Caught exception in on_mes"),
+    ]
