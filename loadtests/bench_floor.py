@@ -88,7 +88,7 @@ async def main() -> None:
     ap.add_argument("--players", type=int, default=8000)
     ap.add_argument("--reads", type=int, default=20)
     ap.add_argument("--limit", type=int, default=500)
-    ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    ap.add_argument("--redis-url", default=Settings().redis_url)
     args = ap.parse_args()
     site = f"bench-floor-{uuid.uuid4().hex[:6]}"
     with tempfile.TemporaryDirectory() as tmp, LocalMosquitto(Path(tmp) / "mq") as broker:

@@ -21,6 +21,7 @@ import redis.asyncio as aioredis
 
 from bonusd.keys import Keys
 from bonusd.promotions import load_promotion
+from bonusd.settings import Settings
 from bonusd.standings import PromotionStore
 from bonusd.summaries import DrawSummaries
 
@@ -84,7 +85,7 @@ async def main() -> None:
     ap.add_argument("--members", type=int, default=470_000)
     ap.add_argument("--with-play", type=int, default=40_000)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    ap.add_argument("--redis-url", default=Settings().redis_url)
     args = ap.parse_args()
     r = aioredis.Redis.from_url(args.redis_url, decode_responses=True)
     site = f"bench-{uuid.uuid4().hex[:8]}"
