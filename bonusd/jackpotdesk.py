@@ -271,7 +271,7 @@ class JackpotDesk:
         records = await self.step(promotion_id, session_id, command, extra=archive)
         for pool, snap in archives:
             self._draws.remember_pool(pool)
-            self._floors[(pool.draw_id, pool.round_no)] = snap
+            self._floors[(pool.draw_id, pool.round_no)] = snap.lean()
         return records
 
     async def eligibility_report(self, jackpot_ref: str, attempt: int = 0) -> bytes:

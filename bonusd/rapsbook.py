@@ -151,7 +151,7 @@ class RapsBook:
         st.attempt = k
         st.jackpot = Jackpot(st.jackpot_id, seed=st.seed)
         st.jackpot.restore(pool)
-        st.floor = floor
+        st.floor = floor.lean()
         st.retry_at = None
         counts = {"eligible": pool.members, "ineligible": verdict.ineligible}
         st.summary = {"attempt": k, **counts, "reasons": dict(verdict.reasons())}

@@ -124,6 +124,11 @@ class FloorSnapshot:
             body = "".join(_day_line(line, day) for line in joined[:-1].split("\n"))
         return cls.of(at, body)
 
+    def lean(self) -> FloorSnapshot:
+        """The same snapshot without its checked columns (a pick needs them; a book that
+        keeps the snapshot for the crew's places does not: ~2 MB at 20,000 players)."""
+        return self if self.checked is None else FloorSnapshot(self.at_ms, self.body)
+
     @classmethod
     def parse(cls, raw: bytes) -> FloorSnapshot:
         """Read an archived snapshot file; anything off the documented form is refused."""

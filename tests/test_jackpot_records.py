@@ -177,3 +177,15 @@ async def test_random_jackpot_times_are_the_schedulers(
         assert kinds(commits) == ["commitment"] * 5
     finally:
         await one.redis.aclose()
+
+
+async def test_a_run_jackpot_keeps_its_floor_without_the_mirrors_columns(s: Site) -> None:
+    """The checked columns a pick judged (~2 MB at 20,000 players) are not kept with the
+    book for the rest of the session: the snapshot's lines are."""
+    await start(s)
+    await s.desk.run_jackpot(PID, SID, 1)
+    floor = (await s.desk.book(PID, SID)).jackpot(1).floor
+    assert floor is not None
+    assert floor.body
+    assert floor.checked is None
+    assert all(f.checked is None for f in s.desk._floors.values())
