@@ -24,7 +24,7 @@ import contextlib
 import datetime as dt
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -226,12 +226,16 @@ class FloorMirror:
             col = getattr(self, name)
             setattr(self, name, np.concatenate([col, np.zeros(more, dtype=col.dtype)]))
 
-    async def follow(self, stop: asyncio.Event, every_s: float) -> None:
-        """Sync every `every_s` seconds until `stop`, so a pick finds the mirror current.
-        Failures are logged and retried: a pick's own sync reports them to its caller."""
+    async def follow(
+        self, stop: asyncio.Event, every_s: float, wanted: Callable[[], bool] = lambda: True
+    ) -> None:
+        """Sync every `every_s` seconds until `stop`, so a pick finds the mirror current,
+        while `wanted()` (a site with no RAPS session leaves the floor alone). Failures are
+        logged and retried: a pick's own sync reports them to its caller."""
         while not stop.is_set():
             try:
-                await self.sync()
+                if wanted():
+                    await self.sync()
                 self._damaged = ""
             except REDIS_ERRORS as exc:
                 logger.debug("RAPS floor mirror: Redis unavailable (%s); will read whole", exc)

@@ -276,8 +276,8 @@ class Service:
                 tg.create_task(self.rules.run(self.stop_event), name="rules")
                 tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
                 if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
-                    every = self.settings.raps_floor_sync_s
-                    floor = self.jackpots.live_floor.follow(self.stop_event, every)
+                    every, raps = self.settings.raps_floor_sync_s, self._has_raps
+                    floor = self.jackpots.live_floor.follow(self.stop_event, every, raps)
                     tg.create_task(floor, name="raps-floor")
                 if isinstance(self.clock, SharedClock):
                     tg.create_task(self.clock.watch(self.stop_event), name="clock-watch")
@@ -342,6 +342,9 @@ class Service:
         await self.rules.publish()  # the other daemons of the site follow
         logger.warning("promotion rules reloaded by %s: %d change record(s)", actor, len(records))
         return records
+
+    def _has_raps(self) -> bool:
+        return any(p.jackpot_sessions for p in self.promotions)
 
     def _apply_promotions(self, new: tuple[Promotion, ...]) -> None:
         """Run `new` from now on: points, standings, the scheduler's timetable."""

@@ -64,9 +64,10 @@ class Settings(BaseSettings):
     push_ping_s: int = Field(default=10, ge=1, le=300)
     push_handshake_s: float = Field(default=10.0, gt=0, le=300)
     push_deflate: bool = False  # per-message compression (docs/benchmarks.md, "Push")
-    # the RAPS floor mirror (docs/draws.md, "RAPS floor"): every daemon brings its copy of
-    # floor-row up to date this often, so a jackpot pick reads a fraction of a second of
-    # changes; 0: only when a pick asks (the pick then reads all changes since the last)
+    # the RAPS floor mirror (docs/draws.md, "The RAPS floor mirror"): while the site has RAPS
+    # sessions, every daemon brings its copy of floor-row up to date this often, so a pick
+    # reads a fraction of a second of changes; 0: only when a pick asks (it then reads all
+    # changes since the last)
     raps_floor_sync_s: float = Field(default=0.25, ge=0, le=60.0)
     # leader election (docs/leader.md): the leader renews its lease every RENEW_S and
     # steps down before TTL_S runs out; a standby polls every POLL_S, so it takes over

@@ -250,3 +250,27 @@ async def test_follow_keeps_the_mirror_current_until_stopped(
     assert mirror.size == 1
     stop.set()
     await asyncio.wait_for(task, 5)
+
+
+async def test_follow_leaves_the_floor_alone_where_no_raps_session_wants_it(
+    aredis: aioredis.Redis, site: str
+) -> None:
+    _, st_, mirror = parts(aredis, site)
+    await st_.apply_batch([event(1, "game", "C1", "EGM-1", AT_MS - 60_000, day=NEXT)], [])
+    asked = asyncio.Event()
+    count = 0
+
+    def wanted() -> bool:
+        nonlocal count
+        count += 1
+        if count == 5:
+            asked.set()
+        return False
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(mirror.follow(stop, 0.01, wanted))
+    await asyncio.wait_for(asked.wait(), 10)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert mirror.seq is None
+    assert mirror.full_reads == 0
