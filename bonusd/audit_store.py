@@ -32,9 +32,10 @@ from bonusd.audit import (
     Kind,
     from_jsonl,
     next_record,
+    utc_text,
     verify_chain,
 )
-from bonusd.errors import BonusdError
+from bonusd.errors import BonusdError, ConflictError
 from bonusd.keys import Keys
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,16 @@ class Entry:
 
 Extra = Callable[[Any], None]
 """Adds further commands to the MULTI of a commit (e.g. state indexes), pipeline given."""
+
+
+def _not_older(entries: Sequence[Entry], head: AuditRecord | None) -> None:
+    """The trail is in time order: a step decided at an instant before the newest record
+    (another task or daemon committed in between) must be decided again, at a later one."""
+    if head is not None and any(utc_text(e.at) < head.time for e in entries):
+        raise ConflictError(
+            f"a later audit record ({head.time}) landed while this step was decided; "
+            "nothing was written, try again"
+        )
 
 
 class AuditStore:
@@ -94,6 +105,7 @@ class AuditStore:
                         raise StaleLedger(f"{subject} changed meanwhile; reload and retry")
                     raw = cast(str | None, await pipe.lindex(self._list, -1))
                     last = from_jsonl(raw)[0] if raw else None
+                    _not_older(entries, last)
                     out: list[AuditRecord] = []
                     for e in entries:
                         last = next_record(
@@ -124,6 +136,7 @@ class AuditStore:
                     await pipe.watch(self._list)
                     raw = cast(str | None, await pipe.lindex(self._list, -1))
                     last = from_jsonl(raw)[0] if raw else None
+                    _not_older([Entry(at, actor, kind, payload)], last)
                     rec = next_record(last, at=at, actor=actor, kind=kind, payload=payload)
                     pipe.multi()  # type: ignore[no-untyped-call]
                     pipe.rpush(self._list, rec.to_json())

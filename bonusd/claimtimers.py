@@ -28,7 +28,7 @@ from redis.asyncio import Redis
 from bonusd.backoff import Backoff, pause
 from bonusd.channel import listen
 from bonusd.clock import Clock, sleep_until_or_stop
-from bonusd.errors import BonusdError
+from bonusd.errors import BonusdError, ConflictError
 from bonusd.leader import Fence, FencedOut
 from bonusd.store import REDIS_ERRORS
 
@@ -100,12 +100,17 @@ class ClaimTimers:
                 if await pause(stop, backoff.next_delay()):
                     return
                 continue
+            if wake is None:  # a step lost a race: again after a short pause
+                if await pause(stop, backoff.next_delay()):
+                    return
+                continue
             backoff.reset()
             if await sleep_until_or_stop(self._clock, wake, stop, self.changed) and stop.is_set():
                 return
 
-    async def _tick(self) -> dt.datetime:
-        """Run what is due now; return when to look next."""
+    async def _tick(self) -> dt.datetime | None:
+        """Run what is due now; return when to look next (None: at once, a step lost a
+        race to another writer and must be decided again)."""
         now = self._clock.now()
         rows = cast(
             list[tuple[str, float]],
@@ -113,6 +118,7 @@ class ClaimTimers:
         )
         if rows and self._fence is not None:
             await self._fence.check()
+        again = False
         for member, _ in rows:
             owner, _, subject = member.partition(":")
             run_due = self._owners.get(owner)
@@ -121,8 +127,13 @@ class ClaimTimers:
                 continue
             try:
                 self.fired += await run_due(subject)
+            except ConflictError as exc:  # lost a race, nothing written: decide again soon
+                logger.warning("timers of %s raced another step (%s); again shortly", subject, exc)
+                again = True
             except BonusdError as exc:  # one broken draw must not stop the others' timers
                 logger.error("timers of %s not run: %s", subject, exc)
+        if again:
+            return None
         # a deadline exactly at `now` is not due yet (deadlines are strict) but is next:
         # without it the wait would run to `IDLE` and act minutes late
         nxt = cast(
