@@ -137,17 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"soak: site {site.site}, Redis {redis_url}, broker {mqtt_url}")
         spec, floor, start = prepare.build(scn)
         http_port = free_port()
-        env = {
-            **os.environ,
-            "BONUSD_SITE": site.site,
-            "BONUSD_KEY_PREFIX": site.key_prefix,
-            "BONUSD_TOPIC_PREFIX": site.topic_prefix,
-            "BONUSD_REDIS_URL": redis_url,
-            "BONUSD_MQTT_URL": mqtt_url,
-            "BONUSD_HTTP_PORT": str(http_port),
-            "BONUSD_PROMOTIONS": str(work / "promotions"),
-            "BONUSD_MQTT_CLIENT_ID": f"bonusd-{site.site}",
-            "BONUSD_TIMEZONE": str(spec.zone),
+        env = site.daemon_env(
+            redis_url=redis_url, mqtt_url=mqtt_url, http_port=http_port, work=work, zone=spec.zone
+        ) | {
             "BONUSD_CLOCK": "shared",
             "BONUSD_CLOCK_START": start.isoformat(),
             "BONUSD_CLOCK_SPEED": "1",

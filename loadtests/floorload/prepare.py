@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import random
 import re
 import subprocess
@@ -56,6 +57,24 @@ class Site:
     @property
     def topic_head(self) -> str:
         return f"{self.topic_prefix}/{self.site}/"
+
+    def daemon_env(
+        self, *, redis_url: str, mqtt_url: str, http_port: int, work: Path, zone: ZoneInfo
+    ) -> dict[str, str]:
+        """The environment of this site's daemon (and its imports): the caller adds the
+        clock, the log level and anything else of its own."""
+        return {
+            **os.environ,
+            "BONUSD_SITE": self.site,
+            "BONUSD_KEY_PREFIX": self.key_prefix,
+            "BONUSD_TOPIC_PREFIX": self.topic_prefix,
+            "BONUSD_REDIS_URL": redis_url,
+            "BONUSD_MQTT_URL": mqtt_url,
+            "BONUSD_HTTP_PORT": str(http_port),
+            "BONUSD_PROMOTIONS": str(work / "promotions"),
+            "BONUSD_MQTT_CLIENT_ID": f"bonusd-{self.site}",
+            "BONUSD_TIMEZONE": str(zone),
+        }
 
 
 @dataclass(frozen=True)

@@ -261,17 +261,9 @@ def run(scn: Scenario, opts: Options) -> dict[str, Any]:
         if opts.daemon_url:
             clock = dt.datetime.fromisoformat(wait_healthy(base, None, work / "none")["clock"])
             shift, clock_start = clock - measured, clock
-        env = {
-            **os.environ,
-            "BONUSD_SITE": site.site,
-            "BONUSD_KEY_PREFIX": site.key_prefix,
-            "BONUSD_TOPIC_PREFIX": site.topic_prefix,
-            "BONUSD_REDIS_URL": redis_url,
-            "BONUSD_MQTT_URL": mqtt_url,
-            "BONUSD_HTTP_PORT": str(http_port),
-            "BONUSD_PROMOTIONS": str(work / "promotions"),
-            "BONUSD_MQTT_CLIENT_ID": f"bonusd-{site.site}",
-            "BONUSD_TIMEZONE": str(spec.zone),
+        env = site.daemon_env(
+            redis_url=redis_url, mqtt_url=mqtt_url, http_port=http_port, work=work, zone=spec.zone
+        ) | {
             "BONUSD_CLOCK": "simulated",
             "BONUSD_CLOCK_START": clock_start.isoformat(),
             "BONUSD_CLOCK_SPEED": str(opts.speed),
