@@ -82,6 +82,8 @@ async def _flood(d: Daemon, silent_n: int, churn_n: int) -> None:
     handshake_s = d.service.settings.push_handshake_s
     hub = d.service.push
     assert hub is not None
+    # the day's timetable caught up first (its late actions run tasks of their own)
+    await asyncio.wait_for(d.service.scheduler.caught_up.wait(), 30)
     await asyncio.sleep(0.2)
     baseline = len(asyncio.all_tasks())
     signage = {"token": await token(d, Role.SIGNAGE, "main")}
