@@ -45,8 +45,8 @@ from bonusd.demo_floor import (
     watch_simulator,
 )
 from bonusd.errors import BonusdError
-from bonusd.ingest import MqttTarget
 from bonusd.keys import Keys
+from bonusd.mqtttarget import MqttTarget
 from bonusd.promotions import Action, Promotion, TimedAction, load_promotions
 from bonusd.redisclient import redis_client
 from bonusd.registry import Device, Member, parse_text

@@ -25,6 +25,13 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.dropped = Counter(
+            "bonusd_messages_dropped",
+            "Messages not applied nor dead-lettered: inbox_full (QoS 0 beyond the inbox "
+            "bound), unrecordable (its dead letter could not be written either)",
+            ["reason"],
+            registry=r,
+        )
         self.ingest_latency = Histogram(
             "bonusd_ingest_latency_seconds",
             "From a message's arrival to its effect committed in Redis",

@@ -1,15 +1,19 @@
 """The telemetry contract v1: event types, topic layout and the decoder.
 
 The decoder turns one MQTT message (topic and payload) into a `FloorEvent` or a
-`Rejection` with a reason. It never raises for bad input: a bad message is data for the
-dead-letter stream, not a fault. See docs/telemetry.md for the contract in prose.
+`Rejection` with a reason. It never raises, whatever the payload: its size and nesting
+depth are bounded before any parsing, and anything a parser or the time arithmetic could
+still raise becomes a rejection. A bad message is data for the dead-letter stream, not a
+fault. See docs/telemetry.md for the contract in prose.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
+import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Annotated, Literal
 
 import msgspec
@@ -30,6 +34,10 @@ Games = Annotated[int, msgspec.Meta(ge=1, le=MAX_PLAY_GAMES)]
 # The longest interval one `play` event may cover: short enough that rating it at its end
 # (`ts`) is fair, and that a simulator can keep intervals clear of multiplier edges.
 MAX_PLAY_INTERVAL = dt.timedelta(minutes=15)
+# A contract message is one flat object; unknown fields may hold a little structure. Deeper
+# nesting is refused before parsing: msgspec recurses per level and raises RecursionError
+# near 1,000 levels (issue 14: one 2 KB message of 1,000 brackets stopped the ingest).
+MAX_DEPTH = 32
 
 
 class _Base(msgspec.Struct, tag_field="type", frozen=True, kw_only=True):
@@ -119,6 +127,8 @@ class Reason(enum.StrEnum):
     WRONG_DEVICE_KIND = "wrong_device_kind"
     FUTURE = "future"
     TOO_OLD = "too_old"
+    TOO_DEEP = "too_deep"
+    UNPROCESSABLE = "unprocessable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,17 +179,36 @@ class TelemetryDecoder:
     def topic_filter(self) -> str:
         return f"{self._head}+/+/events"
 
-    def decode(self, topic: str, payload: bytes, now: dt.datetime) -> FloorEvent | Rejection:
-        """Validate one message against the contract; `now` bounds future and late events."""
-        if len(payload) > self._limits.max_payload_bytes:
+    @property
+    def limits(self) -> DecodeLimits:
+        return self._limits
+
+    def decode(
+        self, topic: str, payload: bytes, now: dt.datetime, *, size: int | None = None
+    ) -> FloorEvent | Rejection:
+        """Validate one message against the contract; `now` bounds future and late events.
+        `size` is the payload's length as received when `payload` is only its first bytes
+        (the ingest keeps a stub of an oversize message, never the whole of it)."""
+        try:
+            return self._decode(topic, payload, now, len(payload) if size is None else size)
+        except Exception as exc:
+            return Rejection(Reason.UNPROCESSABLE, f"the decoder failed: {_describe(exc)}")
+
+    def _decode(
+        self, topic: str, payload: bytes, now: dt.datetime, size: int
+    ) -> FloorEvent | Rejection:
+        if size > self._limits.max_payload_bytes:
             return Rejection(
                 Reason.TOO_LARGE,
-                f"payload is {len(payload)} bytes, limit {self._limits.max_payload_bytes}",
+                f"payload is {size} bytes, limit {self._limits.max_payload_bytes}",
             )
         route = self._route(topic)
         if isinstance(route, Rejection):
             return route
         kind, device = route
+        depth = nesting_depth(payload)
+        if depth > MAX_DEPTH:
+            return Rejection(Reason.TOO_DEEP, f"JSON nested {depth} levels deep, limit {MAX_DEPTH}")
         try:
             msg = self._decoder.decode(payload)
         except msgspec.ValidationError as exc:
@@ -191,6 +220,8 @@ class TelemetryDecoder:
                 Reason.WRONG_DEVICE_KIND,
                 f"type {msg.__struct_config__.tag!r} is not sent by a {kind}",
             )
+        if problem := unprintable("id", msg.id):
+            return Rejection(Reason.INVALID, problem)
         if isinstance(msg, Play) and (problem := _interval_problem(msg)):
             return Rejection(Reason.INVALID, problem)
         if msg.ts - now > self._limits.max_future_skew:
@@ -231,8 +262,10 @@ class TelemetryDecoder:
         device = parts[1]
         if not device or len(device) > 64 or "#" in device or "+" in device:
             return Rejection(
-                Reason.BAD_TOPIC, f"device id {device!r} is empty, too long or has # or +"
+                Reason.BAD_TOPIC, f"device id {device[:80]!r} is empty, too long or has # or +"
             )
+        if problem := unprintable("device id", device):
+            return Rejection(Reason.BAD_TOPIC, problem)
         kind: DeviceKind = "egm" if parts[0] == "egm" else "table"
         return kind, device
 
@@ -240,12 +273,49 @@ class TelemetryDecoder:
         """Tell an unknown `type` apart from a malformed known one."""
         try:
             raw = self._probe.decode(payload)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except Exception:
             return Rejection(Reason.INVALID, detail)
         kind = raw.get("type")
         if isinstance(kind, str) and kind not in _TAGS:
             return Rejection(Reason.UNKNOWN_TYPE, f"unknown event type {kind!r}")
         return Rejection(Reason.INVALID, detail)
+
+
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_STRING = re.compile(rb'"[^"]*+"')  # once escapes are gone; possessive: linear time
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+for _open, _close in (b"[]", b"{}"):
+    _STEP[_open], _STEP[_close] = 1, -1
+
+
+def nesting_depth(payload: bytes) -> int:
+    """How deeply arrays and objects nest in `payload`, counting only brackets outside
+    strings (0 when it has too few brackets to nest deeper than `MAX_DEPTH`). Linear in
+    its length, safe on any bytes, valid JSON or not; an unclosed string counts the
+    brackets after it, so it errs on the deep side."""
+    if payload.count(b"[") + payload.count(b"{") <= MAX_DEPTH:
+        return 0  # the common case: too few brackets to nest too deeply
+    outside = _STRING.sub(b"", _ESCAPE.sub(b"", payload)).translate(None, _NOT_BRACKET)
+    return max(accumulate(map(_STEP.__getitem__, outside)), default=0)
+
+
+def unprintable(field: str, text: str) -> str:
+    """Why `text` may not be shown as it is (a control, format or bidi character, a
+    separator other than the space), or "" if it may. Such characters in an id reach
+    operators' terminals, logs and screens: a right-to-left override reverses what
+    follows it, an escape sequence drives the terminal."""
+    if text.isprintable():
+        return ""
+    at, char = next((n, c) for n, c in enumerate(text) if not c.isprintable())
+    return (
+        f"{field} holds an unprintable character U+{ord(char):04X} at position {at} "
+        "(control, format, bidi or separator characters are refused)"
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _interval_problem(msg: Play) -> str:

@@ -5,9 +5,11 @@ site's floor in Redis to prove that refused input changed nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 from zoneinfo import ZoneInfo
@@ -26,6 +28,10 @@ NOW = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)
 WINDOW = dt.timedelta(days=7)  # BONUSD_DEDUP_WINDOW_S, the default
 SKEW = dt.timedelta(minutes=5)  # BONUSD_MAX_FUTURE_SKEW_S, the default
 MAX_PAYLOAD = 4096
+# the largest payload the shipped broker passes (max_packet_size 8192 in
+# deploy/mosquitto/bonusd.conf, less the topic and header): a bigger one disconnects
+# the publisher instead of reaching the daemon
+PASSED_BY_THE_BROKER = 7600
 CAL = GamingCalendar(ZoneInfo("Africa/Johannesburg"), dt.time(8, 0))  # SAST all year
 
 EGM_TYPES = ("card_in", "card_out", "game", "play")
@@ -52,9 +58,31 @@ def stamp(instant: dt.datetime) -> str:
     return instant.isoformat(timespec="milliseconds")
 
 
+# While a test runs, Hypothesis raises the interpreter's recursion limit by about 1,000
+# frames (so that its own recursive strategies have room), which hides exactly the fault
+# of issue 14: msgspec raised RecursionError at ~1,000 levels of nesting in the daemon,
+# never under Hypothesis. Code under test runs with the limit the daemon has.
+DAEMON_RECURSION_LIMIT = 1000  # Python's default; bonusd never changes it
+
+
+@contextlib.contextmanager
+def daemon_recursion_limit() -> Iterator[None]:
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(DAEMON_RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)
+
+
 # -- valid messages ---------------------------------------------------------------------
 
-ids = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)
+# printable text: the contract refuses control, format (bidi) and separator characters
+ids = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")),
+    min_size=1,
+    max_size=40,
+).filter(str.isprintable)
 cards = st.from_regex(r"\A[A-Za-z0-9-]{1,12}\Z")
 devices = st.sampled_from(["EGM-1", "EGM-2", "EGM-0412", "RT-07", "T1"])
 # inside the accepted range: up to 7 days back, up to 5 minutes ahead of NOW
@@ -290,6 +318,38 @@ def _too_large(draw: st.DrawFn, body: dict[str, Any], device: str) -> Mutant:
     )
 
 
+def _deep_nesting(draw: st.DrawFn, body: dict[str, Any], device: str) -> Mutant:
+    """Arrays or objects nested past the contract's depth in an unknown field (issue 14:
+    1,000 levels made msgspec raise RecursionError and stopped the ingest); past the
+    size limit, the size is what counts."""
+    opener, closer = draw(st.sampled_from([("[", "]"), ('{"a":', "}"), ("[1,", "]")]))
+    room = (PASSED_BY_THE_BROKER - len(dump(body)) - 10) // len(opener + closer)
+    levels = draw(st.one_of(st.integers(32, 200), st.integers(900, room), st.just(1000)))
+    levels = min(levels, room)
+    nest = opener * levels + "0" + closer * levels
+    text = dump({**body, "x": "@@"}).replace(b'"@@"', nest.encode())
+    reason = Reason.TOO_LARGE if len(text) > MAX_PAYLOAD else Reason.TOO_DEEP
+    return Mutant(f"nested {levels}", _topic(body, device), text, reason)
+
+
+# what no id, card or area may hold: controls, bidi and other format characters, line
+# and paragraph separators (they drive terminals, break logs, reverse text on screens)
+_unprintable = st.one_of(
+    st.sampled_from(["\n", "\x1b[2J", "\x1b]0;t\x07", "\u202e", "\u2066", "\u200f", "\x00"]),
+    st.characters(categories=("Cc", "Cf", "Zl", "Zp")),
+)
+
+
+def _unprintable_text(draw: st.DrawFn, body: dict[str, Any], device: str) -> Mutant:
+    name = draw(st.sampled_from(["id", "card", "area"]))
+    value = str(body.get(name, "main"))[:20]
+    at = draw(st.integers(0, len(value)))
+    value = value[:at] + draw(_unprintable) + value[at:]
+    return Mutant(
+        f"{name} unprintable", _topic(body, device), dump({**body, name: value}), Reason.INVALID
+    )
+
+
 def _bad_topic(draw: st.DrawFn, body: dict[str, Any], device: str) -> Mutant:
     """Topics the daemon's subscription lets through (`{site}/+/+/events`) that are still
     not the contract's: an unknown device kind, an empty or over-long device id."""
@@ -325,6 +385,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _not_an_object,
     _too_large,
     _bad_topic,
+    _deep_nesting,
+    _unprintable_text,
 )
 
 

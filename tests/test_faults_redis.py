@@ -241,3 +241,41 @@ async def test_redis_unreachable_for_60_s_holds_messages_then_catches_up(
             assert (await d.get("/health"))["status"] == "ok"
         finally:
             pub.close()
+
+
+async def test_a_hung_redis_turns_health_degraded_and_the_ingest_stalled(
+    broker: LocalMosquitto, own_redis: LocalRedis, site: str
+) -> None:
+    """SIGSTOP: Redis accepts connections and never answers (hung, not down). /health
+    says so by its ping timeout, with the broker still connected; the messages that
+    arrive meanwhile wait unacknowledged and /health calls the ingest stalled; after
+    SIGCONT all is applied exactly once. (How fast: docs/robustness.md, measured by
+    loadtests/hostile_figures.py.)"""
+    burst = Burst(site, 200, 10, T, tag="stop")
+    clock = ManualClock(T + dt.timedelta(hours=1))
+    async with running(_settings(site, own_redis, broker), clock) as d:
+        pub = BurstPublisher(broker, burst)
+        assert own_redis.proc is not None
+        try:
+            pub.publish(0, 100)
+            await d.wait_committed(100)
+            own_redis.proc.send_signal(signal.SIGSTOP)
+            try:
+                health = await _until(d, "redis", "unavailable", timeout=15)
+                assert health["status"] == "degraded"
+                assert health["redis_error"]
+                assert health["mqtt"] == "connected"
+                pub.publish(100, 200)
+                health = await _until(d, "ingest", "stalled", timeout=15)
+                assert health["status"] == "degraded"
+                assert health["ingest_lag_seconds"] > 0
+                assert "uncommitted" in health["ingest_error"]
+                assert d.service.ingest.committed == 100
+            finally:
+                own_redis.proc.send_signal(signal.SIGCONT)
+            await d.wait_committed(200, timeout=60)
+            health = await _until(d, "status", "ok", timeout=30)
+            assert (health["redis"], health["ingest"]) == ("ok", "ok")
+            assert await _floor_totals(d, burst) == burst.totals()
+        finally:
+            pub.close()

@@ -1,5 +1,5 @@
-"""Fuzzing the telemetry decoder (no services): random bytes, random JSON and mutations of
-valid messages never make it raise; every refusal carries the documented reason and a
+"""Fuzzing the telemetry decoder (no services): random bytes, random JSON, mutations of
+valid messages and nested JSON of any depth (structure-aware) never make it raise; every refusal carries the documented reason and a
 detail; whatever it accepts satisfies the contract (docs/telemetry.md).
 
 The default suite runs a few hundred examples per property; `make test-slow` runs the
@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -21,11 +22,13 @@ from hypothesis import strategies as st
 from bonusd.clock import GamingCalendar
 from bonusd.telemetry import (
     ALLOWED_TYPES,
+    MAX_DEPTH,
     DecodeLimits,
     FloorEvent,
     Reason,
     Rejection,
     TelemetryDecoder,
+    nesting_depth,
 )
 from tests.fuzz_helpers import (
     INTEGERS,
@@ -34,6 +37,7 @@ from tests.fuzz_helpers import (
     SKEW,
     WINDOW,
     Mutant,
+    daemon_recursion_limit,
     devices,
     dump,
     duplicated_key,
@@ -59,7 +63,8 @@ AREA = re.compile(r"[a-z0-9_-]{1,32}")
 
 
 def _decode(topic: str, payload: bytes) -> FloorEvent | Rejection:
-    out = DEC.decode(topic, payload, NOW)
+    with daemon_recursion_limit():  # not Hypothesis's raised one (tests/fuzz_helpers.py)
+        out = DEC.decode(topic, payload, NOW)
     assert isinstance(out, FloorEvent | Rejection)
     if isinstance(out, Rejection):
         assert isinstance(out.reason, Reason)
@@ -303,3 +308,123 @@ def test_wildcard_characters_are_not_device_ids(device: str) -> None:
     out = _decode(f"{HEAD}egm/{device}/events", dump(body))
     assert isinstance(out, Rejection)
     assert out.reason is Reason.BAD_TOPIC
+
+
+# -- structure-aware: nested JSON (issue 14) ---------------------------------------------
+# The fuzzers above never nest deeper than a few levels: `_json` is a `st.recursive` of
+# at most 20 leaves, random bytes almost never balance a thousand brackets, and the
+# mutations start from flat valid messages. msgspec recurses once per level and raises
+# RecursionError near 1,000, so none of them could reach it. These build the nesting on
+# purpose, at every depth up to 100,000, in every place a message can hold it.
+
+# (opener, closer, levels): arrays, objects, and mixtures of them
+LAYERS = (
+    ("[", "]", 1),
+    ('{"a":', "}", 1),
+    ('{"": ', "}", 1),
+    ("[1,", "]", 1),
+    ('[{"k":[', "]}]", 3),
+    ('{"x":"]}\\"[",  "y":', "}", 1),  # brackets and an escaped quote in a string
+)
+INNER = ("1", '"x"', "null", "[]", "{}", '"[[[[{{{{"', '"\\\\"')
+_far = st.sampled_from([MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 999, 1000, 1001, 100_000])
+
+
+@dataclass(frozen=True)
+class Nested:
+    payload: bytes
+    where: str
+
+
+@st.composite
+def nested_messages(draw: st.DrawFn) -> Nested:
+    """A message holding nesting, alone, in an unknown field, in a field of the contract
+    or as the `type`; closed, or cut off anywhere. Its depth is drawn against the size
+    budget: up to the most that fits in the payload limit (where a parser that recurses
+    per level is at its deepest, past 1,000 levels with arrays), or anywhere up to
+    100,000 levels (refused for their size)."""
+    pattern = draw(st.lists(st.sampled_from(LAYERS), min_size=1, max_size=3))
+    where = draw(st.sampled_from(["unknown field", "alone", "card", "wager_cents", "type"]))
+    inner = draw(st.sampled_from(INNER))
+    body = json.dumps({**draw(valid_bodies("game")), where: "@@"})
+    room = MAX_PAYLOAD - (len(body) - 4 if where != "alone" else 0) - len(inner)
+    cycle = sum(len(o) + len(c) for o, c, _ in pattern)
+    fit = max(0, room // cycle) * sum(n for *_, n in pattern)  # levels that fit, about
+    target = draw(
+        st.one_of(
+            st.just(fit),
+            st.integers(max(0, fit - 60), fit),
+            st.integers(0, fit),
+            st.integers(0, 5000),
+            _far,
+        )
+    )
+    openers, closers, levels = [], [], 0
+    while levels < target:
+        opener, closer, n = pattern[len(openers) % len(pattern)]
+        openers.append(opener)
+        closers.append(closer)
+        levels += n
+    value = "".join(openers) + inner + "".join(reversed(closers))
+    text = value if where == "alone" else body.replace('"@@"', value)
+    payload = text.encode()
+    if draw(st.booleans()):  # cut off: the unclosed brackets still count
+        payload = payload[: draw(st.integers(0, len(payload)))]
+    return Nested(payload, where)
+
+
+def _nested_is_refused_by_its_bound(m: Nested) -> None:
+    out = _decode(f"{HEAD}egm/EGM-1/events", m.payload)  # never raises
+    if len(m.payload) > MAX_PAYLOAD:
+        assert isinstance(out, Rejection) and out.reason is Reason.TOO_LARGE, out
+    elif nesting_depth(m.payload) > MAX_DEPTH:
+        assert isinstance(out, Rejection) and out.reason is Reason.TOO_DEEP, out
+    elif isinstance(out, Rejection):
+        assert out.reason is not Reason.UNPROCESSABLE, (m.where, out)  # parsed, not crashed
+
+
+@FUZZ
+@given(nested_messages())
+@example(Nested(('{"x":' + "[" * 1000 + "]" * 1000 + "}").encode(), "issue 14"))
+def test_nested_json_never_raises_and_is_bounded(m: Nested) -> None:
+    _nested_is_refused_by_its_bound(m)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@DEEP
+@given(nested_messages())
+def test_nested_json_never_raises_and_is_bounded_deep(m: Nested) -> None:
+    _nested_is_refused_by_its_bound(m)
+
+
+# the depth counter against real structures: strings full of brackets, quotes and
+# backslashes, keys too, at random widths and depths
+_tricky_text = st.text(alphabet='[]{}"\\ab\u202e', max_size=6)
+_any_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | _tricky_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_tricky_text, inner, max_size=3),
+    max_leaves=60,
+)
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+@FUZZ
+@given(_any_json, st.integers(0, 3000), st.sampled_from(["[", '{"k":']))
+def test_the_depth_bound_counts_the_real_structure(value: object, extra: int, opener: str) -> None:
+    closer = "]" if opener == "[" else "}"
+    text = (opener * extra + json.dumps(value) + closer * extra).encode()
+    depth = _depth(value) + extra
+    if text.count(b"[") + text.count(b"{") > MAX_DEPTH:  # else it is not counted at all
+        assert nesting_depth(text) == depth
+    assert (nesting_depth(text) > MAX_DEPTH) is (depth > MAX_DEPTH)
+    out = _decode(f"{HEAD}egm/EGM-1/events", text)
+    if len(text) <= MAX_PAYLOAD and depth > MAX_DEPTH:
+        assert isinstance(out, Rejection) and out.reason is Reason.TOO_DEEP

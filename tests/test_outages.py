@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bonusd.clock import ManualClock
-from bonusd.ingest import _paho_logger
 from bonusd.localservices import LocalMosquitto, LocalRedis, free_port
+from bonusd.mqtttarget import paho_logger
 from bonusd.settings import Settings
 from tests.conftest import SAST, Daemon, running
 from tests.telemetry_helpers import Publisher, game
@@ -37,10 +39,11 @@ def own_redis(tmp_path: Path) -> Iterator[LocalRedis]:
         yield r  # type: ignore[misc]
 
 
-async def _until(d: Daemon, field: str, value: str, timeout: float = 20) -> None:
+async def _until(d: Daemon, field: str, value: str, timeout: float = 20) -> dict[str, Any]:
     async with asyncio.timeout(timeout):
-        while (await d.get("/health"))[field] != value:
+        while (health := await d.get("/health"))[field] != value:
             await asyncio.sleep(0.05)
+    return health
 
 
 def _games(pub: Publisher, first: int, n: int) -> int:
@@ -126,9 +129,57 @@ def test_a_lost_broker_connection_reported_by_paho_is_a_warning(
     """What paho logs, through the logger the ingest gives it, when the broker drops the
     connection (which the ingest waits out)."""
     with caplog.at_level(logging.DEBUG, logger="bonusd.mqtt"):
-        _paho_logger().error("failed to receive on socket: %s", "[Errno 104] reset")
-        _paho_logger().error("Caught exception in on_message: %s", "boom")
+        paho_logger().error("failed to receive on socket: %s", "[Errno 104] reset")
+        paho_logger().error("Caught exception in on_message: %s", "boom")
     assert [(r.levelname, r.getMessage()[:26]) for r in caplog.records] == [
         ("WARNING", "failed to receive on socke"),
         ("ERROR", "Caught exception in on_mes"),
     ]
+
+
+async def test_a_hung_broker_is_not_connected(
+    own_broker: LocalMosquitto, site: str, redis_url: str, clock: ManualClock
+) -> None:
+    """SIGSTOP: the broker's socket stays open and nothing answers. The ingest's ping
+    goes unanswered, so /health stops saying `connected` (without waiting for paho's
+    keepalive to give up on the connection) and says why; after SIGCONT it is connected
+    again and what was published meanwhile is applied."""
+    settings = Settings(
+        site=site,
+        redis_url=redis_url,
+        mqtt_url=own_broker.url,
+        http_port=free_port(),
+        backoff_max_s=1.0,
+    )
+    async with running(settings, clock) as d:
+        pub = Publisher(own_broker, site)
+        sent = _games(pub, 0, 10)
+        pub.close()
+        await d.wait_committed(sent)
+        assert own_broker.proc is not None
+        own_broker.proc.send_signal(signal.SIGSTOP)
+        try:
+            await _until(d, "mqtt", "reconnecting", timeout=15)
+            health = await d.get("/health")
+            assert health["status"] == "degraded"
+            assert "has not answered a ping" in health["mqtt_error"]
+        finally:
+            own_broker.proc.send_signal(signal.SIGCONT)
+        await _until(d, "mqtt", "connected")
+        pub = Publisher(own_broker, site)
+        sent += _games(pub, 10, 10)
+        pub.close()
+        await d.wait_committed(sent)
+        assert (await d.get("/members/1001/days/2026-10-03"))["games"] == 20
+        assert (await d.get("/health"))["status"] == "ok"
+
+
+async def test_a_dead_ingest_never_reads_as_connected(daemon: Daemon) -> None:
+    """The ingest task ends (here: cancelled, as if it had died): /health stops saying
+    `connected` and the daemon is degraded, whatever the ingest said last."""
+    assert (await daemon.get("/health"))["mqtt"] == "connected"
+    (task,) = [t for t in asyncio.all_tasks() if t.get_name() == "ingest"]
+    task.cancel()
+    health = await _until(daemon, "mqtt", "reconnecting", timeout=10)
+    assert health["status"] == "degraded"
+    assert health["mqtt_error"]

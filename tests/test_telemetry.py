@@ -1,4 +1,5 @@
-"""The telemetry decoder and gaming-day arithmetic, without any service."""
+"""The telemetry decoder and gaming-day arithmetic, without any service; every decode
+path of the decoder with hostile input (issue 14)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ from hypothesis import strategies as st
 from bonusd.clock import GamingCalendar
 from bonusd.effects import Effects
 from bonusd.floor import describe
-from bonusd.telemetry import DecodeLimits, FloorEvent, Reason, Rejection, TelemetryDecoder
+from bonusd.telemetry import (
+    MAX_DEPTH,
+    DecodeLimits,
+    FloorEvent,
+    Reason,
+    Rejection,
+    TelemetryDecoder,
+    nesting_depth,
+)
+from tests.hostile_corpus import CORPUS, OVER_THE_PACKET_LIMIT, UNPRINTABLE, Hostile
 
 JHB = ZoneInfo("Africa/Johannesburg")
 CAL = GamingCalendar(JHB, dt.time(8, 0))
@@ -164,3 +174,143 @@ def test_effects_merge_a_batch() -> None:
     day = ("day:2026-10-03:7001", "slots_points")
     assert fx.increments[day] == 15  # three games, one increment
     assert len(fx.sessions) == 3  # session moves stay per event, in order
+
+
+# -- hostile input: every decode path turns what it cannot take into a rejection ---------
+# (issue 14: one 2 KB message of nested brackets raised RecursionError and stopped ingest)
+
+POISON = ('{"x":' + "[" * 1000 + "]" * 1000 + "}").encode()
+FLOOR_NOW = dt.datetime(2026, 10, 3, 20, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+
+
+@pytest.mark.parametrize("item", CORPUS + OVER_THE_PACKET_LIMIT, ids=lambda h: h.what)
+def test_the_hostile_corpus_is_refused_with_its_reason(item: Hostile) -> None:
+    out = DEC.decode(f"bonusd/gh/{item.topic_tail}", item.payload, FLOOR_NOW)
+    assert isinstance(out, Rejection), item.what
+    assert out.reason is item.reason, (item.what, out)
+    assert out.detail.strip()
+
+
+def test_the_issue_poison_is_too_deep() -> None:
+    out = DEC.decode(EGM, POISON, NOW)
+    assert out == Rejection(Reason.TOO_DEEP, "JSON nested 1001 levels deep, limit 32")
+
+
+@pytest.mark.parametrize("levels", [100, 1_000, 100_000])
+def test_depth_is_bounded_before_parsing_whatever_the_size_limit(levels: int) -> None:
+    """With the payload limit at its maximum (1 MiB), 100,000 levels reach the decoder:
+    the depth bound refuses them before msgspec recurses."""
+    wide = TelemetryDecoder(
+        prefix="bonusd",
+        site="gh",
+        calendar=CAL,
+        limits=DecodeLimits(1_048_576, LIMITS.max_future_skew, LIMITS.max_age),
+    )
+    payload = _game()[:-1] + b', "x": ' + b"[" * levels + b"]" * levels + b"}"
+    out = wide.decode(EGM, payload, NOW)
+    assert isinstance(out, Rejection)
+    assert out.reason is Reason.TOO_DEEP
+    assert f"{levels + 1} levels" in out.detail
+
+
+def test_the_deepest_accepted_nesting_decodes() -> None:
+    depth = MAX_DEPTH - 1  # inside the event object
+    payload = _game()[:-1] + b', "x": ' + b"[" * depth + b"]" * depth + b"}"
+    assert isinstance(DEC.decode(EGM, payload, NOW), FloorEvent)
+
+
+@pytest.mark.parametrize(
+    ("payload", "depth"),
+    [
+        (b"{}", 0),  # too few brackets to count
+        (b"[" * 40, 40),  # unclosed
+        (b"[" * 40 + b"]" * 40, 40),
+        (b'["' + b"[" * 100 + b'"]', 1),  # brackets in a string are not nesting
+        (b'["\\"' + b"[" * 100 + b'"]', 1),  # nor after an escaped quote in it
+        (b'["\\\\", ' + b"[" * 40 + b"]" * 40 + b"]", 41),  # an escaped backslash ends
+        (b"[]" * 3000, 1),
+        (b'"' + b"[" * 40, 40),  # an unclosed string errs on the deep side
+        (b"\xff\xfe[" * 40, 40),  # not UTF-8: still counted
+    ],
+)
+def test_nesting_depth(payload: bytes, depth: int) -> None:
+    assert nesting_depth(payload) == depth
+
+
+def test_an_oversize_stub_is_refused_by_its_received_size() -> None:
+    out = DEC.decode(EGM, _game(), NOW, size=10_000_000)
+    assert out == Rejection(Reason.TOO_LARGE, "payload is 10000000 bytes, limit 4096")
+
+
+class _Raises:
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    def decode(self, *_: object) -> object:
+        raise self.exc
+
+    def gaming_day(self, *_: object) -> object:
+        raise self.exc
+
+
+def _decoder(**parts: object) -> TelemetryDecoder:
+    dec = TelemetryDecoder(prefix="bonusd", site="gh", calendar=CAL, limits=LIMITS)
+    for name, value in parts.items():
+        setattr(dec, name, value)
+    return dec
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [RecursionError("deep"), MemoryError(), ValueError("Exceeds the limit (4300 digits)")],
+)
+def test_whatever_the_parser_raises_is_unprocessable(exc: Exception) -> None:
+    out = _decoder(_decoder=_Raises(exc)).decode(EGM, _game(), NOW)
+    assert isinstance(out, Rejection)
+    assert out.reason is Reason.UNPROCESSABLE
+    assert type(exc).__name__ in out.detail
+
+
+def test_whatever_the_type_probe_raises_leaves_the_message_invalid() -> None:
+    dec = _decoder(_probe=_Raises(RecursionError("deep")))
+    out = dec.decode(EGM, _game(points="5"), NOW)
+    assert isinstance(out, Rejection)
+    assert out.reason is Reason.INVALID
+
+
+def test_time_arithmetic_that_overflows_is_unprocessable() -> None:
+    out = _decoder(_calendar=_Raises(OverflowError("date value out of range"))).decode(
+        EGM, _game(), NOW
+    )
+    assert isinstance(out, Rejection)
+    assert out.reason is Reason.UNPROCESSABLE
+    assert "OverflowError" in out.detail
+
+
+@pytest.mark.parametrize(
+    "ts", ["9999-12-31T23:59:59.999-23:59", "0001-01-01T00:00:00+23:59", "0001-01-01T00:00:00Z"]
+)
+def test_the_ends_of_time_are_refused_not_raised(ts: str) -> None:
+    out = DEC.decode(EGM, _game(ts=ts), NOW)
+    assert isinstance(out, Rejection)
+    assert out.reason in (Reason.FUTURE, Reason.TOO_OLD)
+
+
+@pytest.mark.parametrize("name", sorted(UNPRINTABLE))
+def test_unprintable_event_ids_are_refused(name: str) -> None:
+    out = DEC.decode(EGM, _game(id=f"ev{UNPRINTABLE[name]}1"), NOW)
+    assert isinstance(out, Rejection)
+    assert out.reason is Reason.INVALID
+    assert "id" in out.detail
+
+
+def test_an_unprintable_device_id_is_a_bad_topic() -> None:
+    out = DEC.decode("bonusd/gh/egm/EGM\u202e1/events", _game(), NOW)
+    assert isinstance(out, Rejection)
+    assert out.reason is Reason.BAD_TOPIC
+    assert "U+202E" in out.detail
+
+
+def test_printable_unicode_ids_are_accepted() -> None:
+    out = DEC.decode(EGM, _game(id="Spiel-Ü-漢字 7"), NOW)
+    assert isinstance(out, FloorEvent)
