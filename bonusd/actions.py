@@ -83,8 +83,10 @@ class ScheduledActions:
         await self.draws.commit_seeds(promotion_id, draw_id)
 
     async def close_bin(self, action: TimedAction) -> None:
+        """The bin's scheduled close (or, after downtime, its late catch-up): the only
+        close besides the desk's explicit POST, which is refused before this instant."""
         promotion_id, draw_id = action.ids
-        await self.draws.close_bin(promotion_id, draw_id)
+        await self.draws.close_bin(promotion_id, draw_id, due=action.at)
         pool = await self.promotions.pool(promotion_id, draw_id)
         logger.info(
             "entry bin of %s/%s closed: pool %s", promotion_id, draw_id, pool and pool.sha256
@@ -102,7 +104,7 @@ class ScheduledActions:
         if late > self.draw_grace:
             await self.draws.missed(promotion_id, draw_id, int(number), late)
             return
-        records = await self.draws.run_round(promotion_id, draw_id, int(number))
+        records = await self.draws.run_round(promotion_id, draw_id, int(number), due=action.at)
         picks = [r.payload["card"] for r in records if r.kind == Kind.PICK]
         logger.info("%s round %s drawn: %d winner(s)", plan.subject, number, len(picks))
 

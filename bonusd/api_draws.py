@@ -1,5 +1,6 @@
-"""HTTP routes of draws and their claims: run a round, read the draw, every claim action,
-proxies, prizes, manual tickets, prize letters, the draw report and its verification.
+"""HTTP routes of draws and their claims: run a round, close the entry bin, read the draw,
+every claim action, proxies, prizes, manual tickets, prize letters, the draw report and
+its verification. The GET routes only read: none freezes a pool or commits a seed.
 
 Thin: the rules live in `bonusd.drawbook` (pure) and the Redis side in `bonusd.drawdesk`.
 A refused step answers 409 with the reason, a role that may not act 403.
@@ -156,8 +157,21 @@ def add_draw_routes(app: FastAPI, ctx: ApiContext, guard: Any, desk: DrawDesk) -
         principal: Principal = desk_role,
     ) -> dict[str, Any]:
         """Run a round now (the scheduler runs it at its time; running it again changes
-        nothing)."""
+        nothing). Refused (409) before the entry bin's scheduled close."""
         await desk.run_round(promotion, draw, body.round, actor(principal))
+        return book_json(await desk.book(promotion, draw), ctx.clock.now())
+
+    @app.post(f"{base}/close-bin", tags=tags)
+    async def close_bin(
+        promotion: Annotated[str, ID],
+        draw: Annotated[str, ID],
+        principal: Principal = desk_role,
+    ) -> dict[str, Any]:
+        """Close the entry bin now when the scheduler has not (no daemon led at its time):
+        freeze the entry pool, seat the leaders, freeze every round's pool, recorded in
+        the desk's name. Refused (409, nothing written) before the bin's scheduled close;
+        a closed bin is left as it is."""
+        await desk.close_bin(promotion, draw, actor(principal))
         return book_json(await desk.book(promotion, draw), ctx.clock.now())
 
     @app.get(f"{base}/book", tags=tags, dependencies=[readers])
@@ -240,10 +254,9 @@ def add_draw_routes(app: FastAPI, ctx: ApiContext, guard: Any, desk: DrawDesk) -
     async def tickets_csv(
         promotion: Annotated[str, ID], draw: Annotated[str, ID], tombola: str, round_no: int
     ) -> PlainTextResponse:
-        """The numbered ticket list of a round, for a physical tombola."""
-        await desk.close_bin(promotion, draw)
-        book = await desk.book(promotion, draw)
-        lines = book.draw.ticket_list(tombola, round_no)
+        """The numbered ticket list of a round, for a physical tombola: read only, 409
+        naming the bin's close while the round's pool is not frozen."""
+        book, lines = await desk.ticket_list(promotion, draw, tombola, round_no)
         rows = ["ticket,card"] + [",".join(line.split("\t")) for line in list(lines.lines())[1:]]
         head = f"# draw {book.subject} {tombola} round {round_no} pool {lines.pool_commitment}"
         return PlainTextResponse("\n".join([head, *rows]) + "\n", media_type="text/csv")
@@ -252,10 +265,9 @@ def add_draw_routes(app: FastAPI, ctx: ApiContext, guard: Any, desk: DrawDesk) -
     async def tickets_page(
         promotion: Annotated[str, ID], draw: Annotated[str, ID], tombola: str, round_no: int
     ) -> HTMLResponse:
-        """The ticket list as a printable page: one cut-out slip per ticket."""
-        await desk.close_bin(promotion, draw)
-        book = await desk.book(promotion, draw)
-        tl = book.draw.ticket_list(tombola, round_no)
+        """The ticket list as a printable page: one cut-out slip per ticket (read only, as
+        the CSV)."""
+        book, tl = await desk.ticket_list(promotion, draw, tombola, round_no)
         slips = "".join(
             f"<div class=s><b>{n}</b><span>{html.escape(card)}</span></div>"
             for first, last, card in tl.ranges

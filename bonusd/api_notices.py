@@ -78,9 +78,11 @@ def add_notice_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
         who = principal.name or principal.token_id
         return _entry_json(await outbox.requeue(entry, ctx.clock.now(), by=who))
 
-    async def _announced(subject: str) -> dict[str, Any]:
+    async def _announced(subject: str, occasion_subject: str = "") -> dict[str, Any]:
+        """The announcements of the ledger `subject`, in the words of `occasion_subject`'s
+        occasion (a RAPS session's ledger holds all its jackpots, which share one)."""
         promotion = ctx.promotions.promotion(subject.partition(".")[0])
-        occasion = occasion_of(promotion, subject)
+        occasion = occasion_of(promotion, occasion_subject or subject)
         records = await ctx.audit.ledger(subject)
         names = await _names(ctx, (e.card for e in winner_events(records)))
         said = announcements(records, occasion, names)
@@ -107,8 +109,8 @@ def add_notice_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
         promotion: Annotated[str, ID], session: Annotated[str, ID], _: Principal = readers
     ) -> dict[str, Any]:
         """The PA text for each RAPS winner and outcome of the session, oldest first."""
-        ctx.jackpots.plan(promotion, session)
-        return await _announced(f"{promotion}.{session}")
+        subject = ctx.jackpots.plan(promotion, session).subject
+        return await _announced(subject, f"{subject}.j1")
 
     @app.get("/letters/{number}/print", tags=tags, response_class=HTMLResponse)
     async def letter_print(

@@ -58,6 +58,7 @@ from bonusd.fairness import Pool, commit_seed
 __all__ = [
     "SCHEDULER",
     "SETTLED",
+    "BinOpenError",
     "ClaimSteps",
     "DrawBook",
     "DrawPlan",
@@ -65,6 +66,7 @@ __all__ = [
     "PoolFiles",
     "RoundPlan",
     "actor_text",
+    "check_bin_closes",
     "parse_actor",
     "parse_time",
     "subject_of",
@@ -86,6 +88,21 @@ MISSED = "not drawn at its time"  # the note of a round the scheduler missed
 class LedgerError(BonusdError):
     """A ledger record does not replay to what it says: the stored draw was altered.
     Stop, export the audit trail (`bonusd audit export`) and call the compliance officer."""
+
+
+class BinOpenError(DrawError):
+    """The draw's entry bin is still open: its pools are not frozen, nor a round drawn from
+    them, before the bin's scheduled close (the API answers 409)."""
+
+
+def check_bin_closes(subject: str, closes_at: dt.datetime, now: dt.datetime, then: str) -> None:
+    """`BinOpenError` naming the scheduled close while `now` is before it; `then` says
+    what becomes possible at the close (it ends the message)."""
+    if now < closes_at:
+        left = dt.timedelta(seconds=int((closes_at - now).total_seconds()))
+        raise BinOpenError(
+            f"the entry bin of {subject} closes at {closes_at.isoformat()} (in {left}); {then}"
+        )
 
 
 class DrawBook(ClaimSteps):

@@ -16,6 +16,12 @@ one daemon the cached book is shared by every task (scheduler, desk requests, pa
 reads), so each draw has a lock: a load (which replays the ledger's tail into the cached
 book) and a step (whose command changes the book before its commit lands) hold it, and
 no task ever replays the same record twice or sees changes that were not committed.
+
+Reading never writes: `book`, `ticket_list`, `letter` and `verify` read what the ledger
+holds and say what is missing. The entry bin is closed (`close_bin`: entry pool, seats,
+round pools) only by the scheduler at the bin's time, or by the desk's explicit request,
+and never before the scheduled close (`bin_may_close`); running a round closes the bin
+first, so it is refused then too.
 """
 
 from __future__ import annotations
@@ -33,8 +39,8 @@ from bonusd.audit import AuditRecord, Kind, evidence, verify_chain
 from bonusd.audit_store import AuditStore, Entry
 from bonusd.claims import Actor, ClaimError, Prize
 from bonusd.clock import Clock
-from bonusd.drawbook import SCHEDULER, DrawBook, DrawPlan, subject_of
-from bonusd.draws import DrawError, RoundKey
+from bonusd.drawbook import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, subject_of
+from bonusd.draws import DrawError, RoundKey, TicketList
 from bonusd.errors import NotFoundError
 from bonusd.fairness import Pool, SeedSource, Verification
 from bonusd.keys import Keys
@@ -195,10 +201,34 @@ class DrawDesk:
             lambda b: [e for key in plan.keys for e in b.commit_round(key, seeds[key], now)],
         )
 
+    async def bin_may_close(
+        self, promotion_id: str, draw_id: str, due: dt.datetime | None = None
+    ) -> None:
+        """`BinOpenError` (nothing written) before the bin's scheduled close, unless its
+        entry pool is frozen already (a close cut short: the round pools follow from it).
+        `due`: the instant of the scheduled action asking (its clock has reached it)."""
+        closes = self.promotions.bin_closes_at(promotion_id, draw_id)
+        now = self.clock.now() if due is None else max(self.clock.now(), due)
+        if now >= closes or await self.promotions.pool(promotion_id, draw_id) is not None:
+            return
+        check_bin_closes(
+            subject_of(promotion_id, draw_id),
+            closes,
+            now,
+            "it cannot be closed, nor a round drawn, before then (the scheduler closes it)",
+        )
+
     async def close_bin(
-        self, promotion_id: str, draw_id: str, actor: Actor = SCHEDULER
+        self,
+        promotion_id: str,
+        draw_id: str,
+        actor: Actor = SCHEDULER,
+        *,
+        due: dt.datetime | None = None,
     ) -> list[AuditRecord]:
-        """Freeze the entry pool (once), seat the leaders and freeze every round's pool."""
+        """Freeze the entry pool (once), seat the leaders and freeze every round's pool;
+        refused before the bin's scheduled close (`bin_may_close`)."""
+        await self.bin_may_close(promotion_id, draw_id, due)
         await self.commit_seeds(promotion_id, draw_id)
         book = await self.book(promotion_id, draw_id)
         if all(book.draw.round(*k).pool is not None for k in book.plan.keys):
@@ -258,10 +288,17 @@ class DrawDesk:
         return lambda b: [e for c in cards for e in b.exclude(c, note, SCHEDULER, now)]
 
     async def run_round(
-        self, promotion_id: str, draw_id: str, number: int, actor: Actor = SCHEDULER
+        self,
+        promotion_id: str,
+        draw_id: str,
+        number: int,
+        actor: Actor = SCHEDULER,
+        *,
+        due: dt.datetime | None = None,
     ) -> list[AuditRecord]:
-        """Draw round `number` (idempotent: a drawn round is left as it is)."""
-        await self.close_bin(promotion_id, draw_id, actor)
+        """Draw round `number` (idempotent: a drawn round is left as it is); closes the
+        bin first, so it is refused before the bin's scheduled close."""
+        await self.close_bin(promotion_id, draw_id, actor, due=due)
         now = self.clock.now()
         return await self._with_exclusions(
             promotion_id, draw_id, lambda b: b.run_round(number, actor, now)
@@ -358,6 +395,29 @@ class DrawDesk:
                     raise
                 continue
             done += 1
+
+    async def ticket_list(
+        self, promotion_id: str, draw_id: str, tombola: str, round_no: int
+    ) -> tuple[DrawBook, TicketList]:
+        """A round's numbered ticket list, read only: `NotFoundError` for a round the draw
+        does not have, `DrawError` saying when its pool freezes while it is not frozen."""
+        plan = self.plan(promotion_id, draw_id)
+        if (tombola, round_no) not in plan.keys:
+            have = ", ".join(f"{t} {r}" for t, r in plan.keys)
+            raise NotFoundError(
+                f"draw {plan.subject} has no {tombola} round {round_no}; its rounds: {have}"
+            )
+        book = await self.book(promotion_id, draw_id)
+        rnd = book.draw.rounds.get((tombola, round_no))
+        if rnd is not None and rnd.pool is not None:
+            return book, book.draw.ticket_list(tombola, round_no)
+        closes = self.promotions.bin_closes_at(promotion_id, draw_id)
+        check_bin_closes(plan.subject, closes, self.clock.now(), "the ticket lists exist then")
+        raise DrawError(
+            f"the entry bin of {plan.subject} closed at {closes.isoformat()} but its pools are "
+            "not frozen yet: the leader's scheduler freezes them; if no daemon leads, close it "
+            f"with POST /promotions/{promotion_id}/draws/{draw_id}/close-bin (desk)"
+        )
 
     async def letter(self, number: str) -> tuple[str, str]:
         """(promotion, draw) of a prize letter number."""

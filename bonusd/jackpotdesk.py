@@ -40,7 +40,7 @@ from bonusd.clock import Clock, GamingCalendar
 from bonusd.drawbook import SCHEDULER
 from bonusd.drawdesk import DrawDesk
 from bonusd.draws import RoundKey
-from bonusd.errors import AuditFormatError, BonusdError, NotFoundError
+from bonusd.errors import AuditFormatError, BonusdError, ConflictError, NotFoundError
 from bonusd.fairness import Mismatch, Pool, SeedSource, Verification
 from bonusd.floormirror import FloorMirror
 from bonusd.keys import Keys
@@ -109,18 +109,22 @@ class JackpotDesk:
             return SessionPlan.of(promotion, session)
         times = self._random_times.get((promotion_id, session_id))
         if times is None:
-            raise BonusdError(
+            raise ConflictError(
                 f"jackpot session {promotion_id}.{session_id} has random times that are not "
                 "loaded yet; retry in a moment"
             )
         return SessionPlan.of(promotion, session, times)
 
-    async def load_plan(self, promotion_id: str, session_id: str) -> SessionPlan:
-        """`plan`, first fetching a random-time session's instants as the scheduler has them."""
+    async def load_plan(
+        self, promotion_id: str, session_id: str, *, create: bool = True
+    ) -> SessionPlan:
+        """`plan`, first fetching a random-time session's instants as the scheduler has them;
+        with `create`, fixing them if the scheduler has not yet (a read passes False: it
+        never writes, and is answered 409 until they are fixed)."""
         promotion = self.promotions.promotion(promotion_id)
         session = next((s for s in promotion.jackpot_sessions if s.id == session_id), None)
         if session is not None and session.times.random:
-            actions = await promotion_timetable(self.redis, self.keys, promotion)
+            actions = await promotion_timetable(self.redis, self.keys, promotion, create=create)
             self._random_times[(promotion_id, session_id)] = tuple(
                 a.at for a in actions if a.action is Action.JACKPOT and a.ids[1] == session_id
             )
@@ -134,7 +138,8 @@ class JackpotDesk:
                 f"jackpot {jackpot_ref!r}: name it as promotion.session.jN, e.g. "
                 "montecasino-festa-fortuna.jackpot-2025-10-04.j1"
             )
-        (await self.load_plan(parts[0], parts[1])).at(jackpot_number(jackpot_ref))
+        plan = await self.load_plan(parts[0], parts[1], create=False)
+        plan.at(jackpot_number(jackpot_ref))
         return parts[0], parts[1], jackpot_number(jackpot_ref)
 
     # -- loading ----------------------------------------------------------------------------
@@ -162,13 +167,13 @@ class JackpotDesk:
     async def book(self, promotion_id: str, session_id: str) -> RapsBook:
         """The session's book, up to date with its ledger. Read it before your next await:
         a later step extends the same book."""
-        subject = (await self.load_plan(promotion_id, session_id)).subject
+        subject = (await self.load_plan(promotion_id, session_id, create=False)).subject
         async with self._lock(subject):
             return await self._load(promotion_id, session_id)
 
     async def _load(self, promotion_id: str, session_id: str) -> RapsBook:
         """`book`, for a caller holding the session's lock."""
-        plan = await self.load_plan(promotion_id, session_id)
+        plan = await self.load_plan(promotion_id, session_id, create=False)
         book = self._books.get(plan.subject)
         length = await self.redis.llen(self.audit.ledger_key(plan.subject))
         if book is None or book.version > length or book.plan != plan:
@@ -247,6 +252,7 @@ class JackpotDesk:
     ) -> list[AuditRecord]:
         """Select jackpot `number`'s winner from the floor now (idempotent: a jackpot run
         already is left as it is, unless its empty-pool retry is due)."""
+        await self.load_plan(promotion_id, session_id)
         book = await self.book(promotion_id, session_id)
         if any(st.seed is None for st in book.jackpots.values()):  # normally done at the start
             await self.commit_seeds(promotion_id, session_id)
@@ -338,6 +344,7 @@ class JackpotDesk:
         """Act on every expired timer of the session: announcements that ran out
         (register or reselection) and empty-pool retries; returns how many."""
         done = 0
+        await self.load_plan(promotion_id, session_id)
         while True:
             book = await self.book(promotion_id, session_id)
             due = book.due(self.clock.now())
@@ -376,7 +383,7 @@ class JackpotDesk:
         chain = verify_chain(records)
         checked = evidence(records, jackpot_ref, pools).verify()
         promotion_id, session_id, _ = await self.resolve(jackpot_ref)
-        rules = (await self.load_plan(promotion_id, session_id)).rules
+        rules = (await self.load_plan(promotion_id, session_id, create=False)).rules
         for rec in records:
             if rec.kind != Kind.POOL or rec.payload.get("draw_id") != jackpot_ref:
                 continue

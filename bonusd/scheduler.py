@@ -41,13 +41,22 @@ Handler = Callable[[TimedAction], Awaitable[None]]
 COALESCED = frozenset({Action.LEADERBOARD_PUBLISH})
 
 
-async def promotion_timetable(redis: Redis, keys: Keys, promotion: Promotion) -> list[TimedAction]:
+async def promotion_timetable(
+    redis: Redis, keys: Keys, promotion: Promotion, *, create: bool = True
+) -> list[TimedAction]:
     """The promotion's timed actions. Random jackpot times come from a seed kept per
     promotion in Redis (set once), so a restart, another daemon and the jackpot desk all
-    see the same times."""
+    see the same times. A reader (`create=False`) never sets it: `ConflictError` until
+    the scheduler has."""
     key = f"{keys.base}schedule-seed:{promotion.id}"
-    await redis.set(key, secrets.token_hex(16), nx=True)
-    seed = cast(str, await redis.get(key))
+    if create:
+        await redis.set(key, secrets.token_hex(16), nx=True)
+    seed = cast(str | None, await redis.get(key))
+    if seed is None:
+        raise ConflictError(
+            f"the random jackpot times of {promotion.id} are not fixed yet: the leading "
+            "daemon's scheduler fixes them when it starts; retry in a moment"
+        )
     return list(schedule(promotion, rng=random.Random(seed)))  # times only; never a winner
 
 

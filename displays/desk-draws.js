@@ -95,7 +95,7 @@ export function initDraws(ctx) {
           button(`Run round ${n} now`, async () => {
             const due = b.rounds.find((r) => r.round === n);
             const early = due && Date.parse(due.at) > ctx.clock.now();
-            const ask = `Round ${n} is due at ${dayTime(due && due.at)}. Running it now also closes the entry bin now: no activation after this. Run it now?`;
+            const ask = `Round ${n} is due at ${dayTime(due && due.at)}. Run it now, before its time? (Refused while the entry bin is open: it closes on its schedule.)`;
             if (early && !window.confirm(ask)) return;
             const r = await api(path(...base, 'run'), { method: 'POST', body: { round: n } });
             const shown = await after(r, `Round ${n} run: ${countPicks(r.data, n)} winner(s) on the book.`);

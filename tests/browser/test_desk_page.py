@@ -24,6 +24,7 @@ from tests.browser.conftest import (
     new_page,
     shot,
     token,
+    wait_for,
 )
 from tests.conftest import running
 from tests.telemetry_helpers import Publisher
@@ -76,7 +77,8 @@ async def test_desk_runs_a_draw_and_prints_a_prize_letter(
         await expect(panel).to_contain_text("5 prize value(s) sealed")
         await shot(page, "desk-draw-before")
 
-        # run round 1 on demand from the page (before its time: the page asks first)
+        # run round 1 from the page before its time: the page asks first, and the daemon
+        # refuses while the entry bin is open (it closes at 19:00, on the scheduler's clock)
         asked: list[str] = []
 
         async def confirm(dialog: Dialog) -> None:
@@ -85,8 +87,18 @@ async def test_desk_runs_a_draw_and_prints_a_prize_letter(
 
         page.once("dialog", confirm)
         await panel.locator("button[name=run-round-1]").click()
-        await expect(page.locator("#draw-panel")).to_contain_text("Round 1 run: 5 winner(s)")
-        assert asked and "closes the entry bin now" in asked[0]
+        await expect(panel).to_contain_text(
+            f"Refused: the entry bin of {DRAW} closes at 2026-11-07T19:00:00+02:00 (in 0:20:00)"
+        )
+        assert asked and "before its time" in asked[0]
+        await expect(panel).to_contain_text("not frozen")
+        clock.set(at(11, 7, 19))  # the scheduler closes the bin and draws round 1
+
+        async def drawn() -> bool:
+            return bool((await d.get(f"/promotions/{GH}/draws/halfway/book"))["claims"])
+
+        await wait_for(drawn, "the scheduler to draw round 1")
+        await panel.locator("button", has_text="Refresh").click()
         book = await d.get(f"/promotions/{GH}/draws/halfway/book")
         claims = [c for c in book["claims"] if c["round"] == 1]
         assert len(claims) == 5 and all(c["state"] == "announced" for c in claims)

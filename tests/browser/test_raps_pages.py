@@ -176,6 +176,12 @@ async def test_a_raps_session_on_signage_crew_and_desk(
             desk.locator("#session-panel tbody tr", has_text="verified at device")
         ).to_have_count(1)
         await shot(desk, "desk-jackpots")
+        # the PA texts of the session: both jackpots' winners by full name, oldest first
+        said = (await d.get(f"{SESSION_URL}/announcements"))["announcements"]
+        texts = [str(a["text"]) for a in said]  # type: ignore[index]
+        assert any(names[claim["card"]] in t for t in texts), texts
+        assert any(names[second["card"]] in t for t in texts), texts
+        assert [a["at"] for a in said] == sorted(a["at"] for a in said)  # type: ignore[index]
         for page in (desk, signage, crew):
             assert_no_page_errors(page)
 
