@@ -1,30 +1,39 @@
 """The websocket endpoints of the live push: `/ws/signage` and `/ws/crew` (docs/push.md).
 
-The handshake: the connection is accepted, then the first text frame carries the token
+The handshake: the connection is accepted and its query string checked
+(`bonusd.pushinput`), then the first text frame carries the token
 (`{"token": "bd_…", "resume": {"epoch": E, "seq": N}}`; a signage page may put
 `?token=` on the URL instead). A refused token closes with 4401, a wrong role, site or
-area with 4403, a frame that is not the protocol with 4400, no first frame in time with
-4408. Then the connection's sender drains its subscriber's queue (`bonusd.push`) while
-its reader watches for the client leaving, or sending what it should not.
+area with 4403, a query or frame that is not the protocol with 4400, no first frame in
+time with 4408. Then the connection's sender drains its subscriber's queue
+(`bonusd.push`) while its reader watches for the client leaving, or sending what it
+should not, and a timer on the daemon's clock waits for the token to expire (4401); a
+revoked token's subscribers are kicked by the hub (4401).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bonusd.auth import AuthError, Principal, Role, authorize
 from bonusd.push import PushHub, PushUnavailable
-from bonusd.pushstream import Subscriber
+from bonusd.pushinput import (
+    CREW_PARAMS,
+    SIGNAGE_PARAMS,
+    Query,
+    Refused,
+    check_ping,
+    json_object,
+    parse_hello,
+    parse_query,
+)
+from bonusd.pushstream import EXPIRED, Subscriber
 from bonusd.store import REDIS_ERRORS
 
 if TYPE_CHECKING:
@@ -32,8 +41,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-AREA = re.compile(r"^[a-z0-9_-]{1,32}$")
-MAX_FRAME = 4096  # a client never needs to send more than a token and a resume
 # token checks at once: each is a Redis call, and the daemon's Redis pool (redis-py's
 # default, 100 connections) fails rather than waits when a burst goes over it
 HANDSHAKES = 32
@@ -43,74 +50,20 @@ SIGNAGE_ROLES = frozenset({Role.SIGNAGE, Role.ADMIN})
 CREW_ROLES = frozenset({Role.CREW, Role.DESK, Role.ADMIN})
 
 
-class Refused(Exception):
-    """Close the connection with `code` and `reason` (a 4xxx code of docs/push.md)."""
-
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code, self.reason = code, reason
-
-
-@dataclass(frozen=True)
-class Hello:
-    token: str
-    resume: tuple[str, int] | None
-
-
-def _json_object(message: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON object a client's frame (an ASGI receive message) holds, or `Refused`."""
-    text = message.get("text")
-    if not isinstance(text, str):
-        raise Refused(4400, "frames are JSON text, not binary")
-    if len(text) > MAX_FRAME:
-        raise Refused(4400, f"frame too long ({len(text)} characters; at most {MAX_FRAME})")
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise Refused(4400, "a frame is not JSON") from None
-    if not isinstance(value, dict):
-        raise Refused(4400, "a frame is a JSON object")
-    return value
-
-
-def parse_hello(frame: dict[str, Any]) -> Hello:
-    """The first frame: `{"token": str, "resume"?: {"epoch": str, "seq": int}}`."""
-    token, resume = frame.get("token"), frame.get("resume")
-    if not isinstance(token, str) or not token:
-        raise Refused(4401, 'the first frame is {"token": "bd_..."}')
-    if resume is None:
-        return Hello(token, None)
-    epoch, seq = (resume.get("epoch"), resume.get("seq")) if isinstance(resume, dict) else ("", "")
-    if not isinstance(epoch, str) or not isinstance(seq, int) or isinstance(seq, bool):
-        raise Refused(4400, 'resume is {"epoch": "…", "seq": N}')
-    return Hello(token, (epoch, seq))
-
-
-def _url_hello(ws: WebSocket) -> Hello | None:
-    """`?token=` (signage pages), with `&epoch=&seq=` to resume."""
-    q = ws.query_params
-    if "token" not in q:
-        return None
-    epoch, seq = q.get("epoch"), q.get("seq", "")
-    resume = (epoch, int(seq)) if epoch and seq.isdigit() else None
-    return Hello(q["token"], resume)
-
-
-def stream_area(principal: Principal, ws: WebSocket, site: str, *, signage: bool) -> str | None:
+def stream_area(principal: Principal, query: Query, site: str, *, signage: bool) -> str | None:
     """The area of the signage stream the principal may watch (None: the crew stream);
     `AuthError(403)` or `Refused(4400)` otherwise."""
     authorize(principal, SIGNAGE_ROLES if signage else CREW_ROLES)
-    asked_site = ws.query_params.get("site")
-    if asked_site and asked_site != site:
-        raise AuthError(403, f"this daemon serves site {site}, not {asked_site}")
+    if query.site and query.site != site:
+        raise AuthError(403, f"this daemon serves site {site}, not {query.site}")
     if not signage:
         return None
-    asked = ws.query_params.get("area")
+    asked = query.area
     if principal.area:
         if asked and asked != principal.area:
             raise AuthError(403, f"this screen's token is for area {principal.area}, not {asked}")
         return principal.area
-    if not asked or not AREA.match(asked):
+    if not asked:
         raise Refused(4400, "say which area to show: ?area=main")
     return asked
 
@@ -166,7 +119,9 @@ class Connection:
     async def run(self, handshake_s: float) -> None:
         await self.ws.accept()
         try:
-            hello = _url_hello(self.ws) if self.signage else None
+            allowed = SIGNAGE_PARAMS if self.signage else CREW_PARAMS
+            query = parse_query(self.ws.scope.get("query_string", b""), allowed)
+            hello = query.hello
             if hello is None:
                 try:
                     message = await asyncio.wait_for(self.ws.receive(), handshake_s)
@@ -174,17 +129,18 @@ class Connection:
                     raise Refused(4408, f"no token frame within {handshake_s:g} s") from None
                 if message["type"] == "websocket.disconnect":
                     return
-                hello = parse_hello(_json_object(message))
+                hello = parse_hello(json_object(message))
             async with self.gate:  # a wall of screens reconnecting at once queues here
                 client = self.ws.client.host if self.ws.client else ""  # failures counted
                 now = self.ctx.clock.now()
                 principal = await self.ctx.tokens.check(hello.token, now, client=client)
-                area = stream_area(principal, self.ws, self.ctx.site, signage=self.signage)
-                sub = await self.hub.subscribe(area, hello.resume)
+                area = stream_area(principal, query, self.ctx.site, signage=self.signage)
+                sub = await self.hub.subscribe(area, hello.resume, holder=principal)
         except AuthError as exc:
             await _close(self.ws, 4401 if exc.status == 401 else 4403, str(exc))
             return
         except Refused as exc:
+            self._refused(exc)
             await _close(self.ws, exc.code, exc.reason)
             return
         except (PushUnavailable, *REDIS_ERRORS) as exc:
@@ -193,33 +149,51 @@ class Connection:
         except WebSocketDisconnect:
             return
         try:
-            await self._pump(sub)
+            await self._pump(sub, principal)
         finally:
             self.hub.unsubscribe(sub)
 
-    async def _pump(self, sub: Subscriber) -> None:
+    def _refused(self, exc: Refused) -> None:
+        """One short DEBUG line per refused connection (the reason never quotes input)."""
+        client = self.ws.client.host if self.ws.client else "?"
+        logger.debug("push: closed %s from %s (%d): %s", self.ws.url.path, client, exc.code, exc)
+
+    async def _pump(self, sub: Subscriber, principal: Principal) -> None:
         sender = asyncio.ensure_future(self._send(sub))
         reader = asyncio.ensure_future(self._read())
         kicked = asyncio.ensure_future(sub.kicked.wait())
-        tasks = (sender, reader, kicked)
+        expiry = asyncio.ensure_future(self._expire(sub, principal))
+        tasks = (sender, reader, kicked, expiry)
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        if kicked.done() and not kicked.cancelled():
+        if sub.kicked.is_set():  # revoked, expired, too slow, or the daemon stopping
             await _close(self.ws, sub.code, sub.reason)
             return
         if reader.done() and not reader.cancelled() and isinstance(reader.exception(), Refused):
             refused = reader.exception()
             assert isinstance(refused, Refused)
+            self._refused(refused)
             await _close(self.ws, refused.code, refused.reason)
+
+    async def _expire(self, sub: Subscriber, principal: Principal) -> None:
+        """This socket's expiry timer: sleeps on the daemon's clock (simulated, paused or
+        jumped as that clock is) until the token expires, then kicks the subscriber."""
+        await self.ctx.clock.sleep_until(principal.expires)
+        expires = principal.expires.isoformat()
+        logger.debug("push: token %s expired at %s; closing", principal.token_id, expires)
+        sub.kick(EXPIRED, f"token {principal.token_id} expired at {expires}")
 
     async def _send(self, sub: Subscriber) -> None:
         with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
             while True:
-                await self.ws.send_text(await sub.next_text())
+                text = await sub.next_text()
+                if sub.kicked.is_set():  # nothing more once revoked or expired
+                    return
+                await self.ws.send_text(text)
 
     async def _read(self) -> None:
         """Until the client leaves. After the first frame a client only ever sends
@@ -228,9 +202,7 @@ class Connection:
             message = await self.ws.receive()
             if message["type"] == "websocket.disconnect":
                 return
-            frame = _json_object(message)
-            if frame.get("type") != "ping":
-                raise Refused(4400, 'after the first frame a client sends only {"type": "ping"}')
+            check_ping(json_object(message))
 
 
 def add_push_routes(app: FastAPI, ctx: ApiContext) -> None:

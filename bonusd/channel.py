@@ -1,6 +1,10 @@
 """Listening to one of the site's Redis notification channels for as long as a task runs:
 subscribed again with back-off whenever Redis goes away, and told of every (re)subscription,
 since whatever was published while nobody listened is gone (Redis pub/sub keeps nothing).
+
+The site's `notify` channel carries what changed: an audit subject or kind after each
+commit, a reason from the push hub, and `token-revoked:{id}` when a token is revoked (so
+every daemon of the site closes that token's websockets at once).
 """
 
 from __future__ import annotations
@@ -13,12 +17,31 @@ from collections.abc import Awaitable, Callable
 from redis.asyncio import Redis
 
 from bonusd.backoff import Backoff, pause
+from bonusd.keys import Keys
 from bonusd.store import REDIS_ERRORS
 
 logger = logging.getLogger(__name__)
 
 OnMessage = Callable[[str | None], Awaitable[None]]
 """Called with each message's data, and with None after each (re)subscription."""
+REVOKED = "token-revoked:"  # no audit subject or kind holds a colon
+
+
+def notify_channel(keys: Keys) -> str:
+    """The site's notification channel (published after every audit commit)."""
+    return f"{keys.base}notify"
+
+
+def revoked_message(token_id: str) -> str:
+    """The notification that token `token_id` was revoked."""
+    return f"{REVOKED}{token_id}"
+
+
+def revoked_token(data: object) -> str | None:
+    """The id of the revoked token a notification names, or None for any other one."""
+    if isinstance(data, str) and data.startswith(REVOKED):
+        return data.removeprefix(REVOKED)
+    return None
 
 
 async def listen(

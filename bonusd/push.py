@@ -11,6 +11,12 @@ commit (`audit_store`), so every daemon of a site hears every draw step; `announ
 from the service's own handlers (boards published, multiplier windows); and a one-second
 tick for clocks and as the fallback when a notification is lost. Only streams with
 subscribers are recomputed, from one read of the site's inputs (`views.Inputs`).
+
+Revocations travel on the same channel (`token-revoked:{id}`, `TokenStore.revoke`): the
+hub kicks every subscriber holding that token (4401) the moment it hears one, and looks
+the held tokens up in Redis after each (re)subscription and every `TOKEN_RECHECK_TICKS`,
+for a revocation published while it was not listening. (Expiry is each connection's own
+timer on the daemon's clock: `bonusd.api_push`.)
 """
 
 from __future__ import annotations
@@ -24,14 +30,15 @@ from zoneinfo import ZoneInfo
 
 from redis.asyncio import Redis
 
+from bonusd.auth import AuthError, Principal, TokenStore
 from bonusd.backoff import pause
-from bonusd.channel import cancel_when, listen
+from bonusd.channel import cancel_when, listen, notify_channel, revoked_token
 from bonusd.clock import Clock
 from bonusd.drawbook import DrawBook
 from bonusd.errors import BonusdError
 from bonusd.keys import Keys
 from bonusd.promotions import Side
-from bonusd.pushstream import SHUTDOWN, PushStats, Stream, Subscriber
+from bonusd.pushstream import REVOKED, SHUTDOWN, PushStats, Stream, Subscriber
 from bonusd.rapsbook import RapsBook
 from bonusd.standings import PromotionStore
 from bonusd.store import REDIS_ERRORS
@@ -49,6 +56,8 @@ logger = logging.getLogger(__name__)
 TICK_S = 1.0  # clocks and the lost-notification fallback (wall cadence, like a poll)
 IDLE_TICKS = 300  # a stream without subscribers is forgotten after this many ticks
 GC_WAVE, GC_QUIET_TICKS = 200, 5  # see PushHub._settle_gc
+TOKEN_RECHECK_TICKS = 15  # held tokens looked up again (a revocation heard by nobody)
+RECENT_REVOCATIONS = 1024  # kept to refuse a connection racing its token's revocation
 DrawBooks = Callable[[str, str], Awaitable[DrawBook]]
 SessionBooks = Callable[[str, str], Awaitable[RapsBook]]
 B = TypeVar("B")
@@ -82,7 +91,9 @@ class PushHub:
         self.queue_size, self.resume_deltas = queue_size, resume_deltas
         self._ping_ticks = max(1, ping_every_s)
         self.handshake_s = handshake_s
-        self.channel = f"{keys.base}notify"
+        self.channel = notify_channel(keys)
+        self._tokens = TokenStore(redis, keys)
+        self._revoked: dict[str, None] = {}  # the latest revocations heard, oldest first
         self.ticks = 0
         self._ticked = False
         self._gc_seen = self._gc_frozen = self._gc_quiet = 0
@@ -112,9 +123,12 @@ class PushHub:
             logger.warning("push: could not tell other daemons of %s (%s)", reason, exc)
 
     # -- subscribers ------------------------------------------------------------------------
-    async def subscribe(self, area: str | None, resume: tuple[str, int] | None) -> Subscriber:
-        """Join the signage stream of `area` (the crew stream for None): replay the deltas
-        after `resume` when they are all here, else start with a snapshot."""
+    async def subscribe(
+        self, area: str | None, resume: tuple[str, int] | None, *, holder: Principal | None = None
+    ) -> Subscriber:
+        """Join the signage stream of `area` (the crew stream for None) as `holder` (the
+        token is kicked with its subscribers when revoked): replay the deltas after
+        `resume` when they are all here, else start with a snapshot."""
         key = self.stream_key(area)
         stream = self.streams.get(key)
         if stream is None:
@@ -124,7 +138,10 @@ class PushHub:
             await self.refresh([stream])  # not kept current while nobody watched
             if stream.view is None:
                 raise PushUnavailable("the live view cannot be computed now; retry shortly")
-        sub = Subscriber(stream, self.queue_size, self.stats)
+        token_id = holder.token_id if holder is not None else ""
+        if token_id in self._revoked:  # revoked while this connection was being checked
+            raise AuthError(401, f"token {token_id} was revoked")
+        sub = Subscriber(stream, self.queue_size, self.stats, token_id=token_id)
         replay = stream.replay(*resume) if resume is not None else None
         if replay is None or len(replay) >= self.queue_size:
             sub.queue.put_nowait(None)
@@ -141,6 +158,32 @@ class PushHub:
     @property
     def subscribers(self) -> int:
         return sum(len(s.subscribers) for s in self.streams.values())
+
+    # -- revocation -------------------------------------------------------------------------
+    def revoke(self, token_id: str) -> int:
+        """Kick every subscriber holding token `token_id` (4401); how many there were."""
+        self._revoked[token_id] = None
+        while len(self._revoked) > RECENT_REVOCATIONS:
+            del self._revoked[next(iter(self._revoked))]
+        held = [s for st in self.streams.values() for s in st.subscribers if s.token_id == token_id]
+        for sub in held:
+            sub.kick(REVOKED, f"token {token_id} was revoked")
+        if held:
+            logger.info("push: token %s revoked; closing its %d connection(s)", token_id, len(held))
+        return len(held)
+
+    async def recheck_tokens(self) -> None:
+        """Look the tokens of the subscribers up in Redis and kick those revoked meanwhile
+        (a notification published while this hub was not listening is lost)."""
+        held = {s.token_id for st in self.streams.values() for s in st.subscribers}
+        held.discard("")
+        try:
+            gone = await self._tokens.revoked_among(held)
+        except REDIS_ERRORS as exc:
+            logger.debug("push: held tokens not looked up (%s); looked up again later", exc)
+            return
+        for token_id in gone:
+            self.revoke(token_id)
 
     # -- the loop ---------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -175,6 +218,8 @@ class PushHub:
             if self._ticked:
                 self._ticked = False
                 self._housekeeping()
+                if self.ticks % TOKEN_RECHECK_TICKS == 0:
+                    await self.recheck_tokens()
 
     def _housekeeping(self) -> None:
         """Once a tick: pings for streams quiet for the ping interval, fresh clocks for
@@ -240,10 +285,16 @@ class PushHub:
             self.recomputes += 1
 
     async def _listen(self, stop: asyncio.Event) -> None:
-        async def wake(_: str | None) -> None:
+        async def heard(data: str | None) -> None:
+            token_id = revoked_token(data)
+            if token_id is not None:
+                self.revoke(token_id)
+                return
             self._wake.set()  # also on (re)subscribing: whatever happened meanwhile
+            if data is None:
+                await self.recheck_tokens()
 
-        await listen(self._redis, self.channel, stop, wake, what="push")
+        await listen(self._redis, self.channel, stop, heard, what="push")
 
     # -- inputs -----------------------------------------------------------------------------
     async def inputs(self) -> Inputs:

@@ -5,7 +5,8 @@ A change is serialised once (msgspec) and the same text is offered to every subs
 queue without waiting. A subscriber whose queue is full is dropped to a fresh snapshot
 (its queue becomes one "send the snapshot" marker; deltas the snapshot covers are then
 skipped); one whose queue fills again before its connection took anything off it is
-kicked (closed 4429 by its connection). No I/O here: `bonusd.push` drives the streams,
+kicked (closed 4429 by its connection), as is one whose token is revoked or expires
+(4401). No I/O here: `bonusd.push` drives the streams,
 `bonusd.api_push` drains the queues into websockets.
 """
 
@@ -24,6 +25,7 @@ from bonusd.views import Inputs, View, signage_events, signage_view
 
 STRIKES = 2  # overflows in a row, with nothing drained between, that kick a subscriber
 SHUTDOWN, TOO_SLOW = 1001, 4429
+REVOKED = EXPIRED = 4401  # the token a connection was opened with is no longer valid
 Item = tuple[int | None, str] | None
 """(seq, text) of a delta, (None, text) of a ping, None: send a fresh snapshot."""
 _encoder = msgspec.json.Encoder()
@@ -43,8 +45,9 @@ class PushStats:
 class Subscriber:
     """One connection's place on a stream: the queue the hub fills and its sender drains."""
 
-    def __init__(self, stream: Stream, size: int, stats: PushStats) -> None:
+    def __init__(self, stream: Stream, size: int, stats: PushStats, *, token_id: str = "") -> None:
         self.stream, self.stats = stream, stats
+        self.token_id = token_id  # the token the connection was opened with
         self.queue: asyncio.Queue[Item] = asyncio.Queue(size)
         self.kicked = asyncio.Event()
         self.code, self.reason = 1000, ""

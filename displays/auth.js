@@ -48,6 +48,34 @@ export async function site() {
   }
 }
 
+const SIGNED_OUT = `${KEY}.signedout`;
+
+/**
+ * The daemon refused the token of an open page (revoked, expired, wrong role): forget it
+ * and reload, so nothing the page showed (names, cards, alerts) stays on screen or in the
+ * DOM. The reason is shown once on the login form of the reloaded page.
+ */
+export function signOut(reason) {
+  clearToken();
+  try {
+    sessionStorage.setItem(SIGNED_OUT, String(reason || 'token refused').slice(0, 200));
+  } catch {
+    // private mode: the reload still clears the page
+  }
+  location.reload();
+}
+
+/** The reason of the last signOut() on this page, once; '' when there was none. */
+export function signedOutReason() {
+  try {
+    const why = sessionStorage.getItem(SIGNED_OUT) || '';
+    sessionStorage.removeItem(SIGNED_OUT);
+    return why;
+  } catch {
+    return '';
+  }
+}
+
 /**
  * Wire a login form: <form id=login> with an <input name=token>. Calls onToken(token) at
  * start when a token is kept, and after each submit.

@@ -8,7 +8,7 @@
 // when another alert changes); nodes of closed alerts are removed.
 
 import { api } from './api.js';
-import { clearToken, getToken, loginForm, site as pageSite } from './auth.js';
+import { clearToken, getToken, loginForm, signOut, signedOutReason, site as pageSite } from './auth.js';
 import { CREW_ACTIONS, describeAction, postAction, stateLabel } from './claims.js';
 import { ServerClock, countdown, hhmm } from './clock.js';
 import { byId, fill, h, setText, show } from './dom.js';
@@ -276,6 +276,7 @@ async function onToken(token) {
       el.textContent = { live: 'live', connecting: 'connecting…', reconnecting: 'reconnecting…', denied: 'refused' }[status] || status;
       el.title = detail || '';
     },
+    onRevoked: (reason) => signOut(`Signed out: ${reason}. Ask a supervisor for a new token.`),
   });
   live.start();
 }
@@ -286,5 +287,6 @@ byId('logout').addEventListener('click', () => {
   location.reload();
 });
 setInterval(tick, 500);
+setText(byId('login-error'), signedOutReason());
 loginForm(byId('login'), onToken);
 if (getToken()) unlockAudio();

@@ -4,7 +4,7 @@
 // desk-letters.js, desk-members.js, desk-audit.js.
 
 import { api } from './api.js';
-import { clearToken, loginForm, site as pageSite } from './auth.js';
+import { clearToken, loginForm, signOut, signedOutReason, site as pageSite } from './auth.js';
 import { ServerClock, countdown } from './clock.js';
 import { byId, fill, h, setText, show } from './dom.js';
 import { LiveStream } from './stream.js';
@@ -67,6 +67,7 @@ function startLive(token) {
       el.textContent = words[status] || status;
       el.title = detail || '';
     },
+    onRevoked: (reason) => signOut(`Signed out: ${reason}. Ask a supervisor for a new token.`),
     onState: (state, changed) => {
       if (changed.includes('alerts')) renderAlerts(state.alerts || []);
       if (changed.includes('recent')) renderRecent(state.recent || []);
@@ -135,4 +136,5 @@ byId('logout').addEventListener('click', () => {
   clearToken();
   location.reload();
 });
+setText(byId('login-error'), signedOutReason());
 loginForm(byId('login'), onToken);

@@ -9,6 +9,8 @@
 // onState(state, changed)  the whole view (sections) and the names of the sections changed
 // onEvents(events)         one-shot cues (a winner to announce, an alert to vibrate for)
 // onStatus(status, detail) 'connecting' | 'live' | 'reconnecting' | 'denied'
+// onRevoked(reason)        optional: the token was refused (4401: revoked, expired); the
+//                          stream stops instead of retrying, and the page signs out
 //
 // Runs for days: one socket at a time (the old one's handlers are detached before a new one
 // opens), one watchdog interval, no growing buffers.
@@ -19,7 +21,7 @@ const BACKOFF_MAX_MS = 10000;
 const DENIED_RETRY_MS = 30000; // a refused token does not heal by itself; try now and then
 
 export class LiveStream {
-  constructor({ path, params = {}, token, clock, onState, onEvents, onStatus }) {
+  constructor({ path, params = {}, token, clock, onState, onEvents, onStatus, onRevoked }) {
     this.path = path;
     this.params = params;
     this.token = token;
@@ -27,6 +29,7 @@ export class LiveStream {
     this.onState = onState || (() => {});
     this.onEvents = onEvents || (() => {});
     this.onStatus = onStatus || (() => {});
+    this.onRevoked = onRevoked || null;
     this.state = {};
     this.epoch = null;
     this.seq = null;
@@ -93,7 +96,10 @@ export class LiveStream {
     ws.onclose = (ev) => {
       if (this.ws !== ws) return;
       this.ws = null;
-      if (ev.code === 4401 || ev.code === 4403) {
+      if (ev.code === 4401 && this.onRevoked) {
+        this.stop();
+        this.onRevoked(ev.reason || 'token refused');
+      } else if (ev.code === 4401 || ev.code === 4403) {
         const why = ev.reason || (ev.code === 4401 ? 'token refused' : 'not allowed here');
         this.onStatus('denied', why);
         this.scheduleRetry(why, DENIED_RETRY_MS);

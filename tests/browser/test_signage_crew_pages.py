@@ -189,5 +189,22 @@ async def test_signage_and_crew_through_a_draw(
         await expect(signage.locator("#winners .winner")).to_have_count(9)
         await expect(crew.locator("#live")).to_have_text("live")
         await expect(crew.locator("#alerts > li")).to_have_count(4)
+
+        # -- the handheld is reported stolen: its token is revoked -------------------------
+        # the open page is told at once (4401), forgets the token and drops everything it
+        # showed: back at the login form with the reason, no winner's name left in the DOM
+        crew_token = await crew.evaluate(
+            "Object.entries(sessionStorage).find(([k]) => k.startsWith('bonusd.token'))[1]"
+        )
+        principal = await d.service.tokens.check(crew_token, d.service.clock.now())
+        await d.service.tokens.revoke(principal.token_id, d.service.clock.now())
+        await expect(crew.locator("#login")).to_be_visible()
+        await expect(crew.locator("#login-error")).to_contain_text("Signed out")
+        await expect(crew.locator("#login-error")).to_contain_text("revoked")
+        assert await crew.locator("#alerts > li").count() == 0
+        html = await crew.content()
+        for _card, name, *_ in MEMBERS:
+            assert name not in html, f"{name} still in the signed-out page"
+        await shot(crew, "crew-signed-out")
         del d
     assert len(ACTIVATED) == 9
