@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from bonusd.audit import Kind
 from bonusd.auth import Principal, Role
 from bonusd.errors import NotFoundError, ServiceUnavailableError
+from bonusd.kioskview import kiosk_standing
 from bonusd.promotions import Channel, PromotionFileError, Side, Standing
 from bonusd.promotions.timing import earning_window
 from bonusd.ratelimit import TOO_MANY
@@ -86,7 +87,7 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
     (Registered on the app itself, so the route table lists every route and its guard.)"""
     tags: list[str | Enum] = ["promotions"]
     anyone = guard(ctx, Role.SIGNAGE, Role.CREW, Role.DESK, Role.KIOSK)
-    desk_or_kiosk = guard(ctx, Role.DESK, Role.KIOSK)
+    desk_or_kiosk = guard(ctx, Role.DESK, Role.KIOSK)  # a kiosk gets `kioskview` only
     desk = guard(ctx, Role.DESK)
     admin = guard(ctx, Role.ADMIN)
     store = ctx.promotions
@@ -177,20 +178,48 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
             "draws": draws,
         }
 
-    @app.get(
-        "/promotions/{promotion}/draws/{draw}/standings/{card}",
-        tags=tags,
-        dependencies=[desk_or_kiosk],
-    )
+    @app.get("/promotions/{promotion}/draws/{draw}/standings/{card}", tags=tags)
     async def standings(
-        promotion: Annotated[str, ID], draw: Annotated[str, ID], card: Annotated[str, CARD]
+        promotion: Annotated[str, ID],
+        draw: Annotated[str, ID],
+        card: Annotated[str, CARD],
+        principal: Principal = desk_or_kiosk,
     ) -> dict[str, Any]:
-        """Qualification, tickets (per tombola), visits, per-side points, the breakdown by
-        rule, the reasons for not qualifying, and whether the entry is activated."""
+        """Desk: qualification, tickets (per tombola), visits, per-side points, the
+        breakdown by rule, the reasons for not qualifying or not taking part, and whether
+        the entry is activated.
+
+        Kiosk: what a kiosk shows the cardholder (`bonusd.kioskview`, docs/security.md,
+        "A kiosk token"): status, tickets, entries, per-side points and the breakdown, without
+        reasons, rule texts or personal data; a card that may not take part and a card
+        that is no member both get "not eligible — please see the promotions desk", the
+        same answer. Rate limited per card and per kiosk token (429 with Retry-After)."""
+        if principal.role is not Role.KIOSK:
+            try:
+                return standing_json(await store.standing(promotion, draw, card))
+            except NotFoundError as exc:
+                raise nf(exc) from exc
+        limits = ctx.tokens.limiter.limits
+        over = await ctx.tokens.limiter.admit(
+            [
+                ("standings-lookups", f"card {card}", limits.standings_per_card),
+                ("standings-lookups", f"token {principal.token_id}", limits.standings_per_token),
+            ],
+            ctx.clock.now(),
+        )
+        if over is not None:
+            raise HTTPException(
+                429, over.message(), headers={"Retry-After": str(over.retry_after_s)}
+            )
         try:
-            return standing_json(await store.standing(promotion, draw, card))
+            _, spec = store.draw(promotion, draw)
         except NotFoundError as exc:
             raise nf(exc) from exc
+        try:
+            found: Standing | None = await store.standing(promotion, draw, card)
+        except NotFoundError:  # no member: answered like one that may not take part
+            found = None
+        return kiosk_standing(promotion, spec, found)
 
     @app.get(
         "/promotions/{promotion}/draws/{draw}/leaderboards/{side}",

@@ -1,6 +1,7 @@
 """Rate limits on real daemons: failed token checks per client address and per token id
-(429 with Retry-After, shared by the daemons of a site), and activations per card and per
-kiosk token; each limit lifts when the clock leaves its window (a manual clock, no sleeps).
+(429 with Retry-After, shared by the daemons of a site), activations and kiosk standings
+lookups per card and per kiosk token; each limit lifts when the clock leaves its window (a
+manual clock, no sleeps). Requests arriving all at once: test_ratelimit_concurrency.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.test_push import closed_with, connect
 
 GH = "golden-horse-mega-points-chase"
 ACTIVATIONS = f"/promotions/{GH}/draws/halfway/activations"
+STANDINGS = f"/promotions/{GH}/draws/halfway/standings"
 MEMBERS = "card,name,tier\n1001,A Member,Q\n1002,B Member,J\n1003,C Member,K\n1004,D Member,A\n"
 
 
@@ -169,6 +171,52 @@ async def test_activations_are_limited_per_card_and_per_kiosk(gh_settings: Setti
         finally:
             await kiosk.aclose()
             await other_kiosk.aclose()
+
+
+async def test_kiosk_standings_lookups_are_limited_per_card_and_per_kiosk_token(
+    gh_settings: Settings,
+) -> None:
+    """A card that is no member is counted like any other (a 429 tells nothing about it);
+    the desk's lookups are not limited."""
+    cfg = _limited(
+        gh_settings,
+        limit_standings_per_card=2,
+        limit_standings_per_token=6,
+        limit_standings_window_s=60,
+    )
+    clock = ManualClock(dt.datetime(2026, 10, 10, 9, 0, 30, tzinfo=SAST))
+    async with running(cfg, clock) as d:
+        r = await d.http.post(
+            "/members/import", content=MEMBERS, headers={"content-type": "text/csv"}
+        )
+        assert r.status_code == 200, r.text
+        kiosk, other_kiosk = await d.client(Role.KIOSK), await d.client(Role.KIOSK)
+        desk = await d.client(Role.DESK)
+        try:
+
+            async def look(client: httpx.AsyncClient, card: str) -> httpx.Response:
+                return await client.get(f"{STANDINGS}/{card}")
+
+            for card in ("1001", "9999"):  # a member, and a card that is no member
+                assert [(await look(kiosk, card)).status_code for _ in range(2)] == [200, 200]
+                third = await look(kiosk, card)
+                assert third.status_code == 429
+                assert third.headers["Retry-After"] == "30"
+                assert f"standings lookups for card {card}" in third.json()["detail"]
+                assert (await look(other_kiosk, card)).status_code == 429  # at every kiosk
+            # six lookups from this kiosk token in the window (the 429s counted)
+            busy = await look(kiosk, "1002")
+            assert busy.status_code == 429
+            assert "standings lookups for token" in busy.json()["detail"]
+            assert (await look(other_kiosk, "1002")).status_code == 200
+            for _ in range(5):
+                assert (await look(desk, "1001")).status_code == 200
+
+            clock.advance(30)  # the next window
+            assert (await look(kiosk, "1001")).status_code == 200
+        finally:
+            for c in (kiosk, other_kiosk, desk):
+                await c.aclose()
 
 
 async def test_bad_tokens_on_the_live_streams_count_too(
