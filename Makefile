@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor load soak clean
+.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor bench-import load soak clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -78,6 +78,12 @@ bench-summary: services
 bench-floor: setup
 	@scripts/ensure-services.sh --with-test-tools
 	@$(PY) loadtests/bench_floor.py $(BENCH_ARGS)
+
+## A 45 MB member import through a running daemon: /health latency p50/p99 and the
+## daemon's RSS during it, beside /health with no import (docs/benchmarks.md).
+bench-import: setup
+	@scripts/ensure-services.sh --with-test-tools
+	@$(PY) loadtests/bench_import.py $(BENCH_ARGS)
 
 ## A named locust scenario, headless and bounded (docs/loadtests.md): own daemon, site and
 ## broker; the report (HTML, CSV, summary) in .run/loadtests/$(SCENARIO) unless --out.

@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -20,8 +21,9 @@ from bonusd.auditarchive import AuditArchive
 from bonusd.auth import IssuedToken, Role, TokenStore
 from bonusd.cli_clock import add_clock_commands, settings_clock
 from bonusd.cli_draws import add_draw_commands, live, live_floors, write_pools
-from bonusd.cli_floor import add_floor_commands, import_with_progress
+from bonusd.cli_floor import add_floor_commands, check_with_progress, import_with_progress
 from bonusd.cli_rehearse import add_rehearse_command
+from bonusd.cli_text import block, cell, safe, safe_lines
 from bonusd.clock import Clock
 from bonusd.demo import DemoOptions
 from bonusd.demo import main as run_demo
@@ -29,7 +31,7 @@ from bonusd.errors import BonusdError
 from bonusd.keys import Keys
 from bonusd.promotions.cli import app as promotions_app
 from bonusd.redisclient import redis_client
-from bonusd.registry import Device, Member, read_file
+from bonusd.registry import Device, Member
 from bonusd.service import Service
 from bonusd.settings import Settings, load_settings
 from bonusd.store import FloorStore
@@ -110,7 +112,7 @@ def import_members(file: Annotated[Path, typer.Argument(exists=True, dir_okay=Fa
     """Create or update members from a CSV or JSON file (all rows valid, or none written;
     then written in atomic batches: an interrupted import can simply be run again)."""
     settings = _settings()
-    records = read_file(Member, file)
+    records = check_with_progress(Member, file)
 
     async def write() -> int:
         r, store = _store(settings)
@@ -126,7 +128,7 @@ def import_members(file: Annotated[Path, typer.Argument(exists=True, dir_okay=Fa
 def import_devices(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)]) -> None:
     """Create or update EGMs and tables from a CSV or JSON file."""
     settings = _settings()
-    records = read_file(Device, file)
+    records = check_with_progress(Device, file).records()
 
     async def write() -> int:
         r, store = _store(settings)
@@ -161,8 +163,9 @@ def deadletters(
     table = Table(title=f"dead letters of site {settings.site} (newest first)")
     for col in ("arrived", "reason", "topic", "detail", "payload"):
         table.add_column(col, overflow="fold")
-    for row in rows:
-        table.add_row(row["id"], row["reason"], row["topic"], row["detail"], row["payload"][:80])
+    for row in rows:  # what a device sent: shown, never obeyed, by the terminal
+        fields = (row.get(c, "") for c in ("id", "reason", "topic", "detail"))
+        table.add_row(*map(cell, fields), cell(row.get("payload", "")[:80]))
     Console().print(table)
     by_reason = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("deadletter:")}
     typer.echo(f"totals by reason: {json.dumps(by_reason, sort_keys=True)}")
@@ -212,7 +215,9 @@ def tokens_issue(
         typer.echo(issued.token)
         return
     p = issued.principal
-    typer.echo(f"token {p.token_id}: role {p.role}, {p.name!r}, expires {p.expires.isoformat()}")
+    typer.echo(
+        f"token {p.token_id}: role {p.role}, {safe(repr(p.name))}, expires {p.expires.isoformat()}"
+    )
     typer.echo(issued.token)
 
 
@@ -234,7 +239,7 @@ def tokens_list() -> None:
     for row in asyncio.run(read()):
         table.add_row(
             *(
-                row.get(c, "")
+                cell(row.get(c, ""))
                 for c in ("id", "role", "name", "area", "issued", "expires", "revoked")
             )
         )
@@ -290,7 +295,9 @@ def audit_verify(
 
 @audit_app.command("export")
 def audit_export(
-    file: Annotated[Path, typer.Argument(dir_okay=False, help="JSON Lines file to write.")],
+    file: Annotated[
+        Path, typer.Argument(dir_okay=False, help="JSON Lines file to write; - for stdout.")
+    ],
     pools: Annotated[
         Path | None,
         typer.Option(file_okay=False, help="Also write every archived pool file here."),
@@ -299,6 +306,10 @@ def audit_export(
     """Write the site's audit trail as JSON Lines, one canonical record a line."""
     settings = _settings()
     records, pool_files = asyncio.run(live(settings))
+    if str(file) == "-":  # exact bytes into a pipe; on a terminal, its escapes made visible
+        text = to_jsonl(records)
+        typer.echo(safe_lines(text) if sys.stdout.isatty() else text, nl=False)
+        return
     file.write_text(to_jsonl(records), encoding="utf-8")
     typer.echo(f"wrote {len(records)} audit record(s) of site {settings.site} to {file}")
     if pools is not None:
@@ -317,5 +328,5 @@ def main() -> None:
     try:
         app()
     except BonusdError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print("[red]error:[/red]", block(exc), highlight=False)  # the message may quote input
         raise SystemExit(2) from exc

@@ -17,6 +17,7 @@ from typing import Annotated
 import redis.asyncio as aioredis
 import typer
 
+from bonusd.cli_text import safe_lines
 from bonusd.clock import Clock, SharedClock, clock_from
 from bonusd.clockstate import ClockState, instant_of
 from bonusd.errors import ClockError
@@ -98,7 +99,7 @@ def add_clock_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
             finally:
                 await r.aclose()
 
-        typer.echo(asyncio.run(main()))
+        typer.echo(safe_lines(asyncio.run(main())))  # 'changed by' is from Redis
 
     @clock_app.command("show")
     def show() -> None:

@@ -26,6 +26,7 @@ from bonusd.audit import (
     verify_chain,
 )
 from bonusd.audit_store import AuditStore
+from bonusd.cli_text import safe, safe_lines
 from bonusd.errors import NotFoundError
 from bonusd.fairness import Pool
 from bonusd.keys import Keys
@@ -203,12 +204,12 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
         records, pools = load(export, pools_dir)
         draw_id = subject(records, draw)
         chain = verify_chain(records)
-        typer.echo(f"audit chain: {chain}")
+        typer.echo(safe(f"audit chain: {chain}"))
         results = evidence(records, draw_id, pools).verify()
         if not results:
-            typer.echo(f"draw {draw_id}: no picks recorded yet")
+            typer.echo(safe(f"draw {draw_id}: no picks recorded yet"))
         for (tombola, number), result in sorted(results.items()):
-            typer.echo(f"draw {draw_id} {tombola} round {number}: {result}")
+            typer.echo(safe(f"draw {draw_id} {tombola} round {number}: {result}"))
         floor_lines: list[str] = []
         if _floor_records(records, draw_id):
             floors = (
@@ -218,7 +219,7 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
             )
             terms = _promotion(draw_id, promotion, settings)
             floor_lines = check_floors(records, draw_id, pools, floors, terms)
-            typer.echo("\n".join(floor_lines))
+            typer.echo("\n".join(map(safe, floor_lines)))
         failed = any("FAILED" in line for line in floor_lines)
         if not chain.ok or not results or not all(v.ok for v in results.values()) or failed:
             raise typer.Exit(1)
@@ -232,4 +233,5 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
         """Print the draw report: commitments, picks in draw order with call time and
         claim outcome, exceptions and overrides."""
         records, _ = load(export, pools_dir)
-        typer.echo(draw_report(records, subject(records, draw)).render(), nl=False)
+        # an export read from a file is anyone's text: shown, never obeyed, by the terminal
+        typer.echo(safe_lines(draw_report(records, subject(records, draw)).render()), nl=False)

@@ -1,11 +1,12 @@
-"""Command-line upkeep of the floor indexes: `bonusd floor reindex`, and the progress bar
-of a member import (written in atomic batches; `FloorStore.import_members`)."""
+"""Command-line upkeep of the floor indexes: `bonusd floor reindex`, and the progress bars
+of an import (rows checked; members written in atomic batches, `FloorStore.import_members`)."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,16 +14,27 @@ from rich.progress import Progress
 
 from bonusd.cli_clock import settings_clock
 from bonusd.clock import GamingCalendar
-from bonusd.registry import Member
+from bonusd.registry import CheckedFile, Member, Record, check_file
 from bonusd.settings import Settings
-from bonusd.store import FloorStore
+from bonusd.store import IMPORT_BATCH, FloorStore
 
 
-async def import_with_progress(store: FloorStore, members: list[Member]) -> int:
-    """`store.import_members` with a progress bar on the terminal."""
+def check_with_progress(model: type[Record], file: Path) -> CheckedFile[Record]:
+    """`check_file` with a count of the rows checked so far on the terminal."""
+    kind = "members" if model is Member else "devices"
+    with Progress(transient=True) as bar, file.open("rb") as stream:
+        task = bar.add_task(f"checking {kind}", total=None)
+        return check_file(model, stream, source=file.name, progress=lambda n: bar.advance(task, n))
+
+
+async def import_with_progress(store: FloorStore, members: CheckedFile[Member]) -> int:
+    """`store.import_members`, batch by batch, with a progress bar on the terminal."""
     with Progress(transient=True) as bar:
         task = bar.add_task("importing members", total=len(members))
-        return await store.import_members(members, progress=lambda n: bar.advance(task, n))
+        written = 0
+        for batch in members.batches(IMPORT_BATCH):
+            written += await store.import_members(batch, progress=lambda n: bar.advance(task, n))
+        return written
 
 
 def add_floor_commands(

@@ -24,6 +24,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from bonusd.cli_text import cell
 from bonusd.errors import ConfigError
 from bonusd.localservices import LocalMosquitto, LocalRedis
 from bonusd.rehearsal import RehearsalPlan, prepare, rehearse
@@ -68,13 +69,13 @@ def _date(value: str | None, option: str) -> dt.date | None:
 
 
 def _print_summary(summary: dict[str, Any], console: Console) -> None:
-    table = Table(title=f"rehearsal of {summary['promotion']['id']}")
+    table = Table(title=cell(f"rehearsal of {summary['promotion']['id']}"))
     for column in ("draw", "status", "qualified", "tickets", "entries", "winners"):
         table.add_column(column, justify="left" if column in ("draw", "status") else "right")
     for d in reached(summary):
         s = d["summary"]
         table.add_row(
-            d["id"], d["status"], f"{s['qualified']:,}", f"{s['tickets']:,}",
+            cell(d["id"]), cell(d["status"]), f"{s['qualified']:,}", f"{s['tickets']:,}",
             f"{s['entries']:,}", str(d.get("won", "")),
         )  # fmt: skip
     console.print(table)

@@ -35,6 +35,7 @@ from bonusd.audit import verify_chain
 from bonusd.auth import Role
 from bonusd.clock import Clock, ManualClock
 from bonusd.errors import NotFoundError
+from bonusd.httpguard import PAGE_CSP, PAGE_HEADERS
 
 if TYPE_CHECKING:
     from bonusd.api import ApiContext
@@ -50,30 +51,11 @@ MEDIA = {
     ".svg": "image/svg+xml",
 }
 
-CSP = "; ".join(
-    (
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self'",
-        "font-src 'self'",
-        "connect-src 'self'",  # CSP 3: 'self' covers ws:/wss: to this host and port
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    )
-)
-SECURE_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Resource-Policy": "same-origin",
-    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
-    "Cache-Control": "no-cache",
-}
+# the pages' secure headers are the ones bonusd.httpguard puts on every response; set here
+# too, so a page answered without that middleware is no weaker (no-store: a page's URL or
+# storage may hold its token; the middleware lets the data-free static files be no-cache)
+CSP = PAGE_CSP
+SECURE_HEADERS = {**PAGE_HEADERS, "Cache-Control": "no-store"}
 
 
 def displays_candidates() -> tuple[Path, ...]:

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 
 import pytest
 
 from bonusd.errors import ImportFileError
-from bonusd.registry import Device, Member, Tier, parse_text
+from bonusd.registry import (
+    MAX_PROBLEMS,
+    Device,
+    DeviceKind,
+    Member,
+    Tier,
+    check_file,
+    parse_text,
+)
 
 HEADER = "card,name,tier,app_user,date_of_birth,sms_opt_in,excluded,exclusion_reason,last_visit"
 
@@ -110,3 +119,106 @@ def test_mobile_is_optional_normalised_and_checked() -> None:
     # files without the column still import, as before the column existed
     (old,) = parse_text(Member, f"{HEADER}\n7005,I J,Q,,,true,,,\n", source="old.csv")
     assert old.mobile is None
+
+
+# -- text hygiene: what a screen would show wrongly, or a terminal would obey ------------
+
+HOSTILE = {
+    "a right-to-left override": "Anna \u202eSmith",
+    "a left-to-right isolate": "Anna \u2066Smith\u2069",
+    "a newline": "Anna\nSmith",
+    "a terminal escape": "Anna \x1b]0;pwned\x07",
+    "a C1 control (CSI)": "Anna \x9b2J",
+    "a line separator": "Anna\u2028Smith",
+}
+
+
+@pytest.mark.parametrize("value", HOSTILE.values(), ids=HOSTILE.keys())
+def test_member_text_refuses_control_and_direction_characters(value: str) -> None:
+    rows = [
+        {"card": "7001", "name": value, "tier": "Q"},
+        {"card": "7002", "name": "Ok Person", "tier": "Q", "exclusion_reason": value},
+    ]
+    with pytest.raises(ImportFileError) as info:
+        parse_text(Member, json.dumps(rows), source="m.json")
+    assert [(e.row, e.field) for e in info.value.errors] == [(1, "name"), (2, "exclusion_reason")]
+    assert "U+" in info.value.errors[0].problem and "position" in info.value.errors[0].problem
+
+
+@pytest.mark.parametrize("value", HOSTILE.values(), ids=HOSTILE.keys())
+def test_device_text_refuses_control_and_direction_characters(value: str) -> None:
+    rows = [
+        {"device": f"EGM-{value}", "kind": "egm", "area": "main"},
+        {"device": "EGM-2", "kind": "egm", "area": "main", "bank": value, "position": value},
+        {"device": "EGM-3", "kind": "egm", "area": "<script>"},
+    ]
+    with pytest.raises(ImportFileError) as info:
+        parse_text(Device, json.dumps(rows), source="d.json")
+    where = {(e.row, e.field) for e in info.value.errors}
+    assert where == {(1, "device"), (2, "bank"), (2, "position"), (3, "area")}
+
+
+def test_ordinary_names_of_every_script_still_import() -> None:
+    names = ["Zoë Ndlovu-Smith", "O'Brien, Seán", "محمد علی", "ישראל כהן", "李小龙", "Ana María"]
+    rows = [{"card": str(7000 + i), "name": n, "tier": "Q"} for i, n in enumerate(names)]
+    members = parse_text(Member, json.dumps(rows, ensure_ascii=False), source="m.json")
+    assert [m.name for m in members] == names
+
+
+@pytest.mark.parametrize("levels", [100, 1_000, 100_000])
+def test_nested_json_is_a_row_and_field_error_at_any_depth(levels: int) -> None:
+    nested = "[" * levels + "]" * levels
+    text = f'[{{"card": "7001", "name": "A", "tier": "Q"}}, {{"card": "7002", "name": {nested}}}]'
+    with pytest.raises(ImportFileError) as info:
+        parse_text(Member, text, source="m.json")
+    (first, *_) = info.value.errors
+    assert (first.row, first.field) == (2, "name")
+    assert "not a list" in first.problem
+    with pytest.raises(ImportFileError) as whole:
+        parse_text(Member, nested, source="m.json")
+    assert [(e.row, e.field) for e in whole.value.errors] == [(1, "(file)")]
+
+
+def test_numbers_json_cannot_hold_are_errors_not_crashes() -> None:
+    for value in ("1e400", "9" * 5_000, "NaN"):
+        with pytest.raises(ImportFileError, match="not valid JSON"):
+            parse_text(Member, f'[{{"card": "7001", "name": "A", "tier": {value}}}]', source="m")
+
+
+def test_checked_rows_come_back_in_batches_as_validated() -> None:
+    rows = [
+        {
+            "card": str(7000 + i),
+            "name": f"Member {i}",
+            "tier": "QKA"[i % 3],
+            "mobile": "+27821234567",
+        }
+        for i in range(2_500)
+    ]
+    data = json.dumps(rows).encode()
+    checked = check_file(Member, io.BytesIO(data), source="m.json")
+    assert len(checked) == 2_500
+    batches = list(checked.batches(1_000))
+    assert [len(b) for b in batches] == [1_000, 1_000, 500]
+    flat = [m for b in batches for m in b]
+    assert flat == [Member.model_validate(r) for r in rows]
+    csv_file = io.BytesIO(b"device,kind,area,bank,position\nEGM-1,egm,main,B1,3\n")
+    devices = check_file(Device, csv_file, source="d.csv")
+    assert devices.records() == [
+        Device(device="EGM-1", kind=DeviceKind.EGM, area="main", bank="B1", position="3")
+    ]
+
+
+def test_a_file_this_wrong_stops_at_the_problem_limit() -> None:
+    text = "card,name,tier\n" + "".join(f"{7000 + i},A,Z\n" for i in range(MAX_PROBLEMS + 500))
+    with pytest.raises(ImportFileError) as info:
+        parse_text(Member, text, source="m.csv")
+    assert len(info.value.errors) == MAX_PROBLEMS + 1
+    assert "checking stopped" in info.value.errors[-1].problem
+
+
+def test_progress_counts_every_row() -> None:
+    text = "card,name,tier\n" + "".join(f"{7000 + i},A,Q\n" for i in range(2_345))
+    told: list[int] = []
+    check_file(Member, io.BytesIO(text.encode()), source="m.csv", progress=told.append)
+    assert sum(told) == 2_345
