@@ -22,6 +22,7 @@ from bonusd.api_jackpots import add_jackpot_routes
 from bonusd.api_notices import add_notice_routes
 from bonusd.api_promotions import add_promotion_routes
 from bonusd.api_push import add_push_routes
+from bonusd.apidocs import add_docs_routes
 from bonusd.audit_store import AuditStore
 from bonusd.auth import AuthError, Principal, Role, TokenStore, authorize
 from bonusd.claims import ClaimError, RoleError
@@ -32,13 +33,15 @@ from bonusd.draws import DrawError
 from bonusd.errors import ConflictError, ImportFileError, NotFoundError
 from bonusd.floorview import ActiveFloor
 from bonusd.health import Health
+from bonusd.httpguard import MAX_IMPORT_BYTES, BodyLimits, SecureHeaders
+from bonusd.importer import Importer
 from bonusd.jackpotdesk import JackpotDesk
 from bonusd.metrics import Metrics
 from bonusd.pages import add_page_routes
 from bonusd.push import PushHub
 from bonusd.raps import RapsError
 from bonusd.ratelimit import document_throttling
-from bonusd.registry import Device, Member, parse_text
+from bonusd.registry import Member
 from bonusd.standings import PromotionStore
 from bonusd.store import FloorStore
 from bonusd.summaries import DrawSummaries
@@ -67,10 +70,12 @@ class ApiContext:
 class HealthOut(BaseModel):
     status: Literal["ok", "degraded"]
     site: str
-    mqtt: Literal["connected", "reconnecting"]
+    mqtt: Literal["connected", "reconnecting"]  # connected: the session confirmed alive
     redis: Literal["ok", "unavailable"]
+    ingest: Literal["ok", "stalled"]  # stalled: a message waits uncommitted too long
     mqtt_error: str
     redis_error: str
+    ingest_error: str
     ingest_lag_seconds: float
     pending_messages: int
     clock: dt.datetime
@@ -116,17 +121,7 @@ class ImportOut(BaseModel):
     imported: int
 
 
-MAX_IMPORT_BYTES = 50 * 1024 * 1024
-
-
-async def _text(request: Request) -> str:
-    body = await request.body()
-    if len(body) > MAX_IMPORT_BYTES:
-        raise HTTPException(413, f"import files are limited to {MAX_IMPORT_BYTES} bytes")
-    try:
-        return body.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise HTTPException(422, f"the file is not UTF-8 text: {exc}") from exc
+IMPORT_PATHS = {"/members/import": MAX_IMPORT_BYTES, "/devices/import": MAX_IMPORT_BYTES}
 
 
 def _file_body(what: str, header: str) -> dict[str, Any]:
@@ -174,7 +169,12 @@ def create_app(ctx: ApiContext) -> FastAPI:
         title="bonusd",
         version="1",
         summary="Real-time casino floor bonusing: the live floor and its promotions.",
+        docs_url=None,  # served from a local copy of Swagger UI (bonusd/apidocs.py)
+        redoc_url=None,
     )
+    app.add_middleware(BodyLimits, streamed=IMPORT_PATHS)
+    app.add_middleware(SecureHeaders)  # outermost: also on BodyLimits' refusals
+    importer = Importer(ctx.store)  # off the event loop: bonusd/importer.py
 
     @app.exception_handler(redis.exceptions.ConnectionError)
     async def _redis_down(_: Request, exc: Exception) -> JSONResponse:
@@ -219,10 +219,12 @@ def create_app(ctx: ApiContext) -> FastAPI:
         return HealthOut(
             status=h.status(),
             site=ctx.site,
-            mqtt="connected" if h.mqtt_connected else "reconnecting",
+            mqtt="connected" if h.mqtt_alive() else "reconnecting",
             redis="ok" if h.redis_ok else "unavailable",
-            mqtt_error=h.mqtt_error,
+            ingest="stalled" if h.ingest_stalled() else "ok",
+            mqtt_error=h.mqtt_problem(),
             redis_error=h.redis_error,
+            ingest_error=h.ingest_problem(),
             ingest_lag_seconds=round(h.ingest_lag_s(), 3),
             pending_messages=h.pending,
             clock=now,
@@ -289,8 +291,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     )
     async def import_members(request: Request) -> ImportOut:
         """Create or update members from a CSV or JSON file; all rows valid or none written."""
-        records = parse_text(Member, await _text(request), source="request body")
-        return ImportOut(imported=await ctx.store.import_members(records))
+        return ImportOut(imported=await importer.members(request.stream(), source="request body"))
 
     @app.post(
         "/devices/import",
@@ -301,8 +302,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     )
     async def import_devices(request: Request) -> ImportOut:
         """Create or update EGMs and tables from a CSV or JSON file."""
-        records = parse_text(Device, await _text(request), source="request body")
-        return ImportOut(imported=await ctx.store.import_devices(records))
+        return ImportOut(imported=await importer.devices(request.stream(), source="request body"))
 
     add_promotion_routes(app, ctx, guard)
     add_draw_routes(app, ctx, guard, ctx.draws)
@@ -310,6 +310,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     add_notice_routes(app, ctx, guard)
     add_page_routes(app, ctx, guard)
     add_push_routes(app, ctx)
+    add_docs_routes(app)
 
     @app.get("/deadletters", tags=["operations"], dependencies=[desk_only])
     async def deadletters(

@@ -1,32 +1,35 @@
 """Who may do what: bearer tokens, each granting one role (and for a screen, an area).
 
 A token reads `bd_<id>_<secret>`. Only a SHA-256 of the secret is stored (in Redis, under
-the site's keys), and it is compared in constant time. Tokens expire and can be revoked;
+the site's keys); the digest offered is compared with it inside Redis, in the step that
+counts failures (a digest of a guessed secret cannot be steered, so the time a comparison
+takes tells nothing about the stored one). Tokens expire and can be revoked;
 `bonusd tokens` issues, lists and revokes them. Nothing secret lives in the repository.
 
 Failed checks are counted per client address and per token id (`bonusd.ratelimit`, in
-Redis, on the daemon's clock): past the limit, checks from that address or for that id
-are refused with 429 until the window ends, before the secret is even compared.
+Redis, on the daemon's clock), judged and counted in one atomic step: past the limit,
+checks from that address or for that id are refused with 429 until the window ends,
+before the secret is even compared, however many arrive at once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import hmac
 import logging
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
 
 from redis.asyncio import Redis
 
+from bonusd.channel import notify_channel, revoked_message
 from bonusd.errors import BonusdError
 from bonusd.keys import Keys
-from bonusd.ratelimit import Limit, RateLimiter, RateLimits
+from bonusd.ratelimit import Check, Exceeded, RateLimiter, RateLimits
 
 logger = logging.getLogger(__name__)
 _TOKEN_ID = re.compile(r"^[0-9a-f]{12}$")  # secrets.token_hex(6), as `issue` makes them
@@ -82,6 +85,24 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def _too_many(over: Exceeded) -> AuthError:
+    return AuthError(429, over.message(), retry_after_s=over.retry_after_s)
+
+
+def _warn_at_limit(checks: list[Check], counts: tuple[int, ...]) -> None:
+    """A WARNING when a failure brings a count to its limit (once a window: later checks
+    are refused before they are counted)."""
+    for (_, subject, limit), n in zip(checks, counts, strict=True):
+        if n == limit.count:
+            logger.warning(
+                "%d failed token checks for %s within %d s; refusing its checks until the "
+                "window ends",
+                n,
+                subject,
+                limit.window_s,
+            )
+
+
 class TokenStore:
     """Issues, checks, lists and revokes the tokens of one site."""
 
@@ -102,6 +123,17 @@ class TokenStore:
     ) -> IssuedToken:
         if not name.strip():
             raise BonusdError("a token needs a name saying who or what holds it")
+        if not name.isprintable() or len(name) > 120:  # shown on the desk and in `tokens list`
+            raise BonusdError(
+                "a token's name is at most 120 characters, without control or "
+                f"text-direction characters; got {name[:120]!r}"
+            )
+        # an area of the floor, as the device registry spells areas (bonusd.registry)
+        if area and not re.fullmatch(r"[a-z0-9_-]{1,32}", area):
+            raise BonusdError(
+                f"a token's area is 1-32 of a-z, 0-9, _ and -, like the device registry's "
+                f"areas (e.g. main); got {area[:40]!r}"
+            )
         token_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
         expires = now + valid_for
@@ -124,33 +156,44 @@ class TokenStore:
     async def check(self, token: str, now: dt.datetime, *, client: str = "") -> Principal:
         """The principal of a valid token, or `AuthError(401)` saying what is wrong.
 
-        `client` is the caller's address ("" when unknown). A client address or token id
-        with too many failed checks in the window gets `AuthError(429)` instead, before
-        the token is looked at; every 401 counts as one failure for both.
+        `client` is the caller's address ("" when unknown). Failed checks are counted per
+        client address and per token id, judged and counted in one Redis step with the
+        comparison of the secret's digest: once a count is at its limit the check gets
+        `AuthError(429)` before the secret is compared. A revoked or expired token (its
+        secret right) counts too, and is a 429 if it goes over a limit. However many
+        checks arrive at once, at most the limit of them are answered 401 in a window.
         """
-        token_id = token.split("_", 2)[1] if token.count("_") >= 2 else ""
+        parts = token.split("_", 2)
+        well_formed = len(parts) == 3 and parts[0] == "bd" and bool(parts[1]) and bool(parts[2])
+        token_id = parts[1] if len(parts) == 3 else ""
         checks = self._throttles(client, token_id if _TOKEN_ID.match(token_id) else "")
-        over = await self.limiter.exceeded(checks, now)
-        if over is not None:
-            raise AuthError(429, over.message(), retry_after_s=over.retry_after_s)
+        attempt = await self.limiter.attempt(
+            checks,
+            now,
+            key=self._key(token_id),
+            field="digest",
+            value=_digest(parts[2]) if well_formed else "",
+        )
+        if attempt.exceeded is not None:
+            raise _too_many(attempt.exceeded)
+        if not attempt.passed:
+            _warn_at_limit(checks, attempt.counts)
+            if not well_formed:
+                raise AuthError(401, "malformed token; expected bd_<id>_<secret>")
+            raise AuthError(401, "unknown token")
         try:
-            return await self._check(token, now)
+            return await self._principal(token_id, now)
         except AuthError:
-            counts = await self.limiter.hit(checks, now)
-            for (_, subject, limit), n in zip(checks, counts, strict=True):
-                if n == limit.count:  # logged once: later checks are refused before counting
-                    logger.warning(
-                        "%d failed token checks for %s within %d s; refusing its checks "
-                        "until the window ends",
-                        n,
-                        subject,
-                        limit.window_s,
-                    )
+            counts = await self.limiter.count(checks, now)
+            _warn_at_limit(checks, counts)
+            over = self.limiter.over(checks, counts, now)
+            if over is not None:
+                raise _too_many(over) from None
             raise
 
-    def _throttles(self, client: str, token_id: str) -> list[tuple[str, str, Limit]]:
+    def _throttles(self, client: str, token_id: str) -> list[Check]:
         limits = self.limiter.limits
-        checks = []
+        checks: list[Check] = []
         if client:
             checks.append(
                 ("failed-token-checks", f"client {client}", limits.auth_failures_per_client)
@@ -161,15 +204,11 @@ class TokenStore:
             )
         return checks
 
-    async def _check(self, token: str, now: dt.datetime) -> Principal:
-        parts = token.split("_", 2)
-        if len(parts) != 3 or parts[0] != "bd" or not parts[1] or not parts[2]:
-            raise AuthError(401, "malformed token; expected bd_<id>_<secret>")
-        token_id, secret = parts[1], parts[2]
+    async def _principal(self, token_id: str, now: dt.datetime) -> Principal:
+        """The holder of a token whose secret matched; `AuthError(401)` if it is revoked
+        or expired (or was deleted meanwhile)."""
         raw = cast(dict[str, str], await self._redis.hgetall(self._key(token_id)))
-        # compare even for an unknown id, so timing does not tell ids apart
-        stored = raw.get("digest", "0" * 64)
-        if not hmac.compare_digest(stored, _digest(secret)) or not raw:
+        if not raw:
             raise AuthError(401, "unknown token")
         if raw["revoked"]:
             raise AuthError(401, f"token {token_id} was revoked at {raw['revoked']}")
@@ -179,10 +218,26 @@ class TokenStore:
         return Principal(token_id, Role(raw["role"]), raw["name"], raw["area"], expires)
 
     async def revoke(self, token_id: str, now: dt.datetime) -> None:
+        """Revoke at once: HTTP refuses the token from now on, and every daemon of the site
+        hears it on the site's notification channel and closes its websockets (4401)."""
         key = self._key(token_id)
         if not await self._redis.exists(key):
             raise BonusdError(f"no token with id {token_id}; `bonusd tokens list` shows them")
         await self._redis.hset(key, "revoked", now.isoformat())
+        # after the write, not in its MULTI (Redis Cluster refuses PUBLISH there); a daemon
+        # that misses it finds the record on its next look (`revoked_among`)
+        await self._redis.publish(notify_channel(self._keys), revoked_message(token_id))
+
+    async def revoked_among(self, token_ids: Collection[str]) -> set[str]:
+        """The ids among `token_ids` that are revoked or gone (one round trip)."""
+        ids = sorted(token_ids)
+        if not ids:
+            return set()
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for token_id in ids:
+                pipe.hmget(self._key(token_id), ["revoked", "digest"])
+            rows = cast(list[list[str | None]], await pipe.execute())
+        return {i for i, (revoked, digest) in zip(ids, rows, strict=True) if revoked or not digest}
 
     async def list(self) -> list[dict[str, str]]:
         ids = sorted(cast(set[str], await self._redis.smembers(self._index)))

@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     limit_activations_per_card: int = Field(default=6, ge=1)
     limit_activations_per_token: int = Field(default=1200, ge=1)  # a kiosk or the app
     limit_activation_window_s: int = Field(default=60, ge=1, le=86_400)
+    limit_standings_per_card: int = Field(default=10, ge=1)  # kiosk standings lookups
+    limit_standings_per_token: int = Field(default=600, ge=1)  # ... per kiosk token
+    limit_standings_window_s: int = Field(default=60, ge=1, le=86_400)
     # --- end of security --------------------------------------------------------------------
 
     promotions: Path = Path("promotions")
