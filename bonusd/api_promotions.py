@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from bonusd.audit import Kind
 from bonusd.auth import Principal, Role
 from bonusd.errors import NotFoundError, ServiceUnavailableError
-from bonusd.kioskview import kiosk_standing
+from bonusd.kioskview import breakdown_json, kiosk_standing, sides_json
 from bonusd.promotions import Channel, PromotionFileError, Side, Standing
 from bonusd.promotions.timing import earning_window
 from bonusd.ratelimit import TOO_MANY
@@ -59,25 +59,8 @@ def standing_json(s: Standing) -> dict[str, Any]:
         "entries": s.entries,
         "per_tombola": {str(k): v for k, v in s.per_tombola.items()},
         "visits": s.visits,
-        "sides": {
-            str(side.side): {
-                "points": side.points,
-                "threshold": side.threshold,
-                "qualified": side.qualified,
-                "tickets": side.tickets,
-            }
-            for side in s.sides
-        },
-        "breakdown": [
-            {
-                "rule": line.rule,
-                "tombola": str(line.tombola),
-                "side": str(line.side) if line.side else None,
-                "tickets": line.tickets,
-                "detail": line.detail,
-            }
-            for line in s.breakdown
-        ],
+        "sides": sides_json(s),
+        "breakdown": breakdown_json(s, details=True),
         "reasons": list(s.reasons),
     }
 

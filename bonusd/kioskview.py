@@ -87,22 +87,36 @@ def kiosk_standing(promotion_id: str, draw: Draw, found: Standing | None) -> dic
         "entries": found.entries,
         "per_tombola": {str(t): found.per_tombola.get(t, 0) for t in draw.tombola_names},
         "visits": found.visits,
-        "sides": {
-            str(side.side): {
-                "points": side.points,
-                "threshold": side.threshold,
-                "qualified": side.qualified,
-                "tickets": side.tickets,
-            }
-            for side in found.sides
-        },
-        "breakdown": [
-            {
-                "rule": line.rule,
-                "tombola": str(line.tombola),
-                "side": str(line.side) if line.side else None,
-                "tickets": line.tickets,
-            }
-            for line in found.breakdown
-        ],
+        "sides": sides_json(found),
+        "breakdown": breakdown_json(found, details=False),
     }
+
+
+def sides_json(found: Standing) -> dict[str, dict[str, Any]]:
+    """Each side's points against its threshold (the desk's view and the kiosk's alike)."""
+    return {
+        str(side.side): {
+            "points": side.points,
+            "threshold": side.threshold,
+            "qualified": side.qualified,
+            "tickets": side.tickets,
+        }
+        for side in found.sides
+    }
+
+
+def breakdown_json(found: Standing, *, details: bool) -> list[dict[str, Any]]:
+    """The tickets by rule; `details` adds each line's wording, which names tier caps and
+    app users (the desk's view only, never a kiosk's)."""
+    lines = []
+    for line in found.breakdown:
+        out: dict[str, Any] = {
+            "rule": line.rule,
+            "tombola": str(line.tombola),
+            "side": str(line.side) if line.side else None,
+            "tickets": line.tickets,
+        }
+        if details:
+            out["detail"] = line.detail
+        lines.append(out)
+    return lines
