@@ -62,4 +62,6 @@ def redis_client(settings: Settings, *, daemon: bool = False) -> aioredis.Redis:
         max_connections=settings.redis_max_connections,
         timeout=10,
     )
-    return aioredis.Redis(connection_pool=pool)
+    # from_pool: the client owns the pool, so closing the service closes every
+    # connection (a plain Redis(connection_pool=...) leaves them open)
+    return aioredis.Redis.from_pool(pool)
