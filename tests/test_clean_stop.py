@@ -37,4 +37,5 @@ async def test_a_stopped_daemon_closes_every_redis_connection(
         assert {a.status_code for a in answers} == {200}
         assert _open_sockets() > before + 20
     await asyncio.sleep(0.1)  # closed transports give their descriptors back on the loop
-    assert _open_sockets() == before
+    # at most as many as before: what earlier tests left to the collector may close too
+    assert _open_sockets() <= before
