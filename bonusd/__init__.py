@@ -1,25 +1,9 @@
 """bonusd: real-time casino floor bonusing.
 
-The public surface is small: the settings, the service that runs the daemon, the clocks
-and the error hierarchy. Everything else is internal and may change.
+The packages, from the bottom up (docs/architecture.md; the contracts in pyproject.toml
+enforce the direction): `clocks`, `infra`, `floor`, `promotions`, `audit`, `draws`,
+`raps`, `notices`, `push`, `ingest`, `api`, `service`, `cli`. This module holds the
+version only, so importing any part of bonusd loads only what that part needs.
 """
 
-from bonusd.clock import Clock, ManualClock, SharedClock, SimulatedClock, WallClock
-from bonusd.errors import BonusdError, ConfigError, ImportFileError, NotFoundError
-from bonusd.service import Service
-from bonusd.settings import Settings, load_settings
-
-__all__ = [
-    "BonusdError",
-    "Clock",
-    "ConfigError",
-    "ImportFileError",
-    "ManualClock",
-    "NotFoundError",
-    "Service",
-    "Settings",
-    "SharedClock",
-    "SimulatedClock",
-    "WallClock",
-    "load_settings",
-]
+__version__ = "0.1.0"

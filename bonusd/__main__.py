@@ -1,5 +1,5 @@
 """`python -m bonusd` is the `bonusd` command."""
 
-from bonusd.cli import main
+from bonusd.cli.main import main
 
 main()

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bonusd.clock import ClockMode, known_zone
+from bonusd.clocks.clock import ClockMode, known_zone
 from bonusd.errors import ConfigError
 
 
@@ -84,7 +84,7 @@ class Settings(BaseSettings):
     mqtt_tls_ca_file: Path | None = None  # the CA that signed the broker's certificate
     mqtt_tls_cert_file: Path | None = None  # a client certificate, if the broker asks
     mqtt_tls_key_file: Path | None = None  # its private key
-    # rate limits, counted in Redis per window of the daemon's clock (bonusd/ratelimit.py)
+    # rate limits, counted in Redis per window of the daemon's clock (bonusd/access/ratelimit.py)
     limit_auth_failures_per_client: int = Field(default=20, ge=1)  # failed token checks
     limit_auth_failures_per_token: int = Field(default=10, ge=1)  # ... for one token id
     limit_auth_window_s: int = Field(default=300, ge=1, le=86_400)

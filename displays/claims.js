@@ -1,5 +1,5 @@
 // claims.js — claim actions as the crew and desk pages post them: for each action the
-// claim's HTTP endpoint (docs/draws.md; bonusd/api_draws.py, bonusd/api_jackpots.py), the
+// claim's HTTP endpoint (docs/draws.md; bonusd/api/draws.py, bonusd/api/jackpots.py), the
 // button's words, and what it needs asked first. Shared by crew.js and desk.js.
 
 import { api, path } from './api.js';

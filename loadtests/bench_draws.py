@@ -41,18 +41,18 @@ from rich.console import Console
 from rich.progress import Progress, track
 from rich.table import Table
 
-from bonusd.audit_store import AuditStore
-from bonusd.clock import ManualClock
-from bonusd.drawdesk import DrawDesk
-from bonusd.jackpotdesk import JackpotDesk
-from bonusd.keys import Keys
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.desk import DrawDesk
+from bonusd.floor.store import FloorStore
+from bonusd.infra.keys import Keys
 from bonusd.promotions import Promotion, load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
-from bonusd.registry import Member, Tier
+from bonusd.promotions.store import PromotionStore
+from bonusd.raps.desk import JackpotDesk
+from bonusd.registry.records import Member, Tier
 from bonusd.settings import Settings
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
 
 PID = "bench-draws"
 WINNERS = 15

@@ -26,11 +26,11 @@ from typing import cast
 import httpx
 import redis.asyncio as aioredis
 
-from bonusd.auth import Role
-from bonusd.keys import Keys
-from bonusd.localservices import LocalMosquitto, free_port
-from bonusd.service import Service
+from bonusd.access.auth import Role
+from bonusd.infra.keys import Keys
+from bonusd.service.root import Service
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 
 AREAS = ("main", "smoking", "prive")
 

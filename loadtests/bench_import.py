@@ -34,10 +34,10 @@ import httpx
 import psutil
 import redis.asyncio as aioredis
 
-from bonusd.auth import Role, TokenStore
-from bonusd.keys import Keys
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.access.auth import Role, TokenStore
+from bonusd.infra.keys import Keys
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 
 FIRST = ("Thandi", "Johan", "Lerato", "Pieter", "Naledi", "Sipho", "Anele", "Marike")
 LAST = ("Mokoena", "Botha", "Dlamini", "van der Merwe", "Sithole", "Nkosi", "Pillay")

@@ -40,11 +40,11 @@ from paho.mqtt.properties import Properties
 from rich.console import Console
 from rich.table import Table
 
-from bonusd.ingest import Received
-from bonusd.localservices import LocalMosquitto
-from bonusd.service import Service
+from bonusd.floor.store import BatchResult
+from bonusd.ingest.consumer import Received
+from bonusd.service.root import Service
 from bonusd.settings import Settings
-from bonusd.store import BatchResult
+from simulators.local.services import LocalMosquitto
 
 DEVICES = 10
 RECEIVE_MAXIMUM = 1000

@@ -52,20 +52,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from push_clients import Share, bare_process, client_process, monotonic, winners
 
-from bonusd.audit_store import AuditStore
-from bonusd.auth import Role, TokenStore
-from bonusd.clock import ManualClock
-from bonusd.drawbook import SCHEDULER
-from bonusd.drawdesk import DrawDesk
-from bonusd.keys import Keys
-from bonusd.localservices import free_port
+from bonusd.access.auth import Role, TokenStore
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.book import SCHEDULER
+from bonusd.draws.desk import DrawDesk
+from bonusd.floor.store import FloorStore
+from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
-from bonusd.registry import Member, Tier
+from bonusd.promotions.store import PromotionStore
+from bonusd.registry.records import Member, Tier
 from bonusd.settings import Settings
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
+from simulators.local.services import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 GH = "golden-horse-mega-points-chase"

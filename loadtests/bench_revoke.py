@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_push import start_daemon, wait_healthy
 
-from bonusd.auth import Role, TokenStore
-from bonusd.cli_clock import settings_clock
-from bonusd.keys import Keys
-from bonusd.localservices import free_port
+from bonusd.access.auth import Role, TokenStore
+from bonusd.cli.clock import settings_clock
+from bonusd.infra.keys import Keys
+from bonusd.infra.sharedclock import SharedClock
 from bonusd.settings import Settings
-from bonusd.sharedclock import SharedClock
+from simulators.local.services import free_port
 
 
 async def hold(url: str, token: str, n: int) -> list[websockets.ClientConnection]:

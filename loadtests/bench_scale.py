@@ -22,7 +22,7 @@ The broker is a throwaway Mosquitto with bonusd's configuration. Redis is a thro
 one (AOF, fsync every second, as deployed), so its CPU and memory per event drained are
 the run's own; `--redis-url` uses an existing Redis instead (fresh site keys, deleted
 afterwards), `--redis-cluster` a throwaway local 3-master Redis Cluster
-(bonusd.localcluster).
+(simulators.local.cluster).
 """
 
 from __future__ import annotations
@@ -49,13 +49,13 @@ from bench_ingest import _paced_publisher, _queue_events, _session_client, _sett
 from rich.console import Console
 from rich.table import Table
 
-from bonusd.ingest import Received
-from bonusd.localcluster import LocalRedisCluster
-from bonusd.localservices import LocalMosquitto, LocalRedis
-from bonusd.redisclient import redis_client
-from bonusd.service import Service
+from bonusd.floor.store import BatchResult
+from bonusd.infra.redisclient import redis_client
+from bonusd.ingest.consumer import Received
+from bonusd.service.root import Service
 from bonusd.settings import Settings
-from bonusd.store import BatchResult
+from simulators.local.cluster import LocalRedisCluster
+from simulators.local.services import LocalMosquitto, LocalRedis
 
 console = Console(width=140)
 _ctx = multiprocessing.get_context("fork")

@@ -31,14 +31,14 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from bonusd.keys import Keys
+from bonusd.floor.store import FloorStore
+from bonusd.infra.keys import Keys
 from bonusd.promotions import Side, parse_promotion
 from bonusd.promotions.bulk import needed_fields
-from bonusd.registry import Member, Tier
+from bonusd.promotions.store import PromotionStore
+from bonusd.promotions.summaries import DrawSummaries
+from bonusd.registry.records import Member, Tier
 from bonusd.settings import Settings
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
-from bonusd.summaries import DrawSummaries
 
 GH = "golden-horse-mega-points-chase"
 PROJECT = Path(__file__).resolve().parent.parent

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from bonusd.keys import Keys
+from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
+from bonusd.promotions.store import PromotionStore
+from bonusd.promotions.summaries import DrawSummaries
 from bonusd.settings import Settings
-from bonusd.standings import PromotionStore
-from bonusd.summaries import DrawSummaries
 
 ROOT = Path(__file__).resolve().parent.parent
 DRAW = "saturday-2025-10-25"

@@ -8,10 +8,10 @@ import datetime as dt
 import numpy as np
 import redis.asyncio as aioredis
 
-from bonusd.keys import Keys
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import FloorEvent
+from bonusd.infra.keys import Keys
 from bonusd.promotions import Promotion
-from bonusd.store import FloorStore
-from bonusd.telemetry import FloorEvent
 
 
 def bench_store(r: aioredis.Redis, keys: Keys) -> FloorStore:

@@ -33,7 +33,7 @@ import paho.mqtt.client as mqtt
 import psutil
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bonusd.localservices import LocalMosquitto, LocalRedis, free_port
+from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 
 PROJECT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ winners at the window's end; members on the floor activate entries at a kiosk
 Every --sample-s seconds: the daemon's RSS, Redis used_memory and keys, events applied,
 rounds drawn, warnings and errors in the daemon's log; every --census-s a SCAN of the
 site's keys by family with their estimated bytes (loadtests/soakcensus.py). The retention
-sweeper (bonusd/retention.py) runs every five simulated minutes: in the daemon when the
+sweeper (bonusd/service/retention.py) runs every five simulated minutes: in the daemon when the
 daemon runs it, else in this process against the same Redis and clock. The report
 (`soak.json`, `soak.md`, the daemon's log) goes to --out; exit status 1 if a check fails.
 """
@@ -56,9 +56,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from soakcensus import Tolerances, redis_memory, take_census, verdicts
 from soakparts import Kiosks, LogWatch, SweeperThread, daemon_runs_sweeper, log_sweeper_to
 
-from bonusd.auth import Role, TokenStore
-from bonusd.keys import Keys
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.access.auth import Role, TokenStore
+from bonusd.infra.keys import Keys
+from simulators.local.services import LocalMosquitto, free_port
 
 DRAW_EVERY_MIN = 5
 SWEEP_EVERY_S = 300  # simulated: one retention sweep per draw

@@ -17,11 +17,11 @@ import redis.asyncio as aioredis
 from floorload import prepare
 from floorload.scenarios import ROOT
 
-from bonusd.clock import GamingCalendar
-from bonusd.keys import Keys
-from bonusd.retention import RetentionSweeper
+from bonusd.clocks.clock import GamingCalendar
+from bonusd.infra.keys import Keys
+from bonusd.infra.sharedclock import SharedClock
+from bonusd.service.retention import RetentionSweeper
 from bonusd.settings import load_settings
-from bonusd.sharedclock import SharedClock
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # the daemon's
 PROMOTION_ID = "soak-five-minute-draws"

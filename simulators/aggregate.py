@@ -35,7 +35,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from bonusd.telemetry import MAX_PLAY_INTERVAL
+from bonusd.floor.telemetry import MAX_PLAY_INTERVAL
 from simulators.events import Payload, SimEvent
 from simulators.games import Games
 from simulators.timefmt import LocalStamper

@@ -7,7 +7,7 @@
   one the daemons run on, so the floor and the daemons agree at any speed-up and when the
   clock is paused, sped up or jumped. An event goes out once that clock has reached its
   `ts`. The clock is created at `start`/`speed` if it does not exist yet (through
-  `bonusd.sharedclock.SharedClock`, the same atomic creation the daemon uses); otherwise
+  `bonusd.infra.sharedclock.SharedClock`, the same atomic creation the daemon uses); otherwise
   it is followed as it is. It is read the way docs/clock.md says: the hash's fields give
   the time by formula; a subscription to the change channel wakes a wait at once, and the
   hash is re-read at least once a wall second. While Redis is away the cached clock runs on.
@@ -26,7 +26,7 @@ import redis
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from bonusd.sharedclock import ClockState, SharedClock
+from bonusd.infra.sharedclock import ClockState, SharedClock
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class SharedPacer:
         self.key = f"{prefix}:clock"
         self._state = asyncio.run(_open(redis_url, prefix, start, speed))
         self._redis = redis.Redis.from_url(redis_url)
-        self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
         self._pubsub.subscribe(f"{prefix}:clock:changes")
         self._read_at = self._polled_at = time.monotonic()
         self._floor = -math.inf

@@ -10,7 +10,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from bonusd.backoff import Backoff
+from bonusd.infra.backoff import Backoff
 from simulators.publish import MqttTarget, PublishError
 
 logger = logging.getLogger(__name__)

@@ -21,11 +21,11 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto, free_port
-from bonusd.service import Service
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
+from bonusd.service.root import Service
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 
 # Shared machines are noisy: judge properties by their examples, not by their speed.
 hypothesis.settings.register_profile(

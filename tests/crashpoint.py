@@ -17,9 +17,9 @@ import signal
 import sys
 from typing import Any
 
-from bonusd.cli import main
-from bonusd.drawdesk import DrawDesk
-from bonusd.standings import PromotionStore
+from bonusd.cli.main import main
+from bonusd.draws.desk import DrawDesk
+from bonusd.promotions.store import PromotionStore
 
 
 def _die() -> None:

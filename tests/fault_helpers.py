@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bonusd.localservices import LocalMosquitto
+from simulators.local.services import LocalMosquitto
 
 WINDOW = 200  # messages in flight before the publisher waits for their acknowledgements
 

@@ -17,10 +17,10 @@ from zoneinfo import ZoneInfo
 import redis.asyncio as aioredis
 from hypothesis import strategies as st
 
-from bonusd.clock import GamingCalendar, ManualClock
-from bonusd.keys import Keys
-from bonusd.store import DeadLetter, FloorStore
-from bonusd.telemetry import DecodeLimits, FloorEvent, Reason, Rejection, TelemetryDecoder
+from bonusd.clocks.clock import GamingCalendar, ManualClock
+from bonusd.floor.store import DeadLetter, FloorStore
+from bonusd.floor.telemetry import DecodeLimits, FloorEvent, Reason, Rejection, TelemetryDecoder
+from bonusd.infra.keys import Keys
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 # the floor clock of the fuzzed decoders and of the `daemon` fixture (tests/conftest.py)

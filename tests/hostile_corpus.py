@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from bonusd.telemetry import Reason
+from bonusd.floor.telemetry import Reason
 
 TS = "2026-10-03T19:59:00.000+02:00"  # a minute before the tests' floor clock
 

@@ -10,7 +10,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bonusd.localservices import LocalMosquitto
+from simulators.local.services import LocalMosquitto
 
 _ids = itertools.count(1)
 

@@ -10,15 +10,15 @@ from zoneinfo import ZoneInfo
 
 import redis.asyncio as aioredis
 
-from bonusd.accounting import PromotionBook
-from bonusd.clock import GamingCalendar
-from bonusd.keys import Keys
+from bonusd.clocks.clock import GamingCalendar
+from bonusd.floor.accounting import PromotionBook
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import DecodeLimits, FloorEvent, TelemetryDecoder
+from bonusd.infra.keys import Keys
 from bonusd.promotions import Play, Side, aggregate, load_promotion
-from bonusd.registry import Member, Tier
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
-from bonusd.summaries import DrawSummaries
-from bonusd.telemetry import DecodeLimits, FloorEvent, TelemetryDecoder
+from bonusd.promotions.store import PromotionStore
+from bonusd.promotions.summaries import DrawSummaries
+from bonusd.registry.records import Member, Tier
 from simulators import Encoder, FloorConfig, build_floor, generate_events
 from tests.conftest import PROJECT
 

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bonusd.announcements import (
+from bonusd.audit.chain import AuditLog, AuditRecord, Entry, Kind
+from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, actor_text
+from bonusd.draws.claims import Actor, Prize, Role
+from bonusd.draws.evidence import claim_payload
+from bonusd.errors import NotFoundError
+from bonusd.notices.announcements import (
     Moment,
     Occasion,
     WinnerEvent,
@@ -20,16 +25,11 @@ from bonusd.announcements import (
     pa_text,
     winner_events,
 )
-from bonusd.audit import AuditLog, AuditRecord, Kind, claim_payload
-from bonusd.audit_store import Entry
-from bonusd.claims import Actor, Prize, Role
-from bonusd.drawbook import SCHEDULER, DrawBook, DrawPlan, actor_text
-from bonusd.errors import NotFoundError
-from bonusd.letterprint import LetterFacts, letter_page
-from bonusd.masking import mask_card
+from bonusd.notices.letterprint import LetterFacts, letter_page
+from bonusd.notices.smstext import SMS_MOMENTS, sms_notice
 from bonusd.promotions import Promotion, load_promotion
-from bonusd.raps import DeclineRegister, RapsClaim
-from bonusd.smstext import SMS_MOMENTS, sms_notice
+from bonusd.raps.rules import DeclineRegister, RapsClaim
+from bonusd.registry.masking import mask_card
 
 PROMOTIONS = Path(__file__).parent.parent / "promotions"
 GH = load_promotion(PROMOTIONS / "golden-horse-mega-points-chase.toml")

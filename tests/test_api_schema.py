@@ -32,11 +32,11 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.result import Ok
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto, free_port
-from bonusd.service import Service
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
+from bonusd.service.root import Service
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 from tests.conftest import PROJECT, SAST, running
 
 SITE = "golden-horse"

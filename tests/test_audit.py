@@ -10,29 +10,31 @@ import json
 
 import pytest
 
-from bonusd.audit import (
+from bonusd.audit.chain import (
     GENESIS,
     AuditLog,
     AuditRecord,
     Kind,
     canonical_json,
+    from_jsonl,
+    to_jsonl,
+    verify_chain,
+)
+from bonusd.draws.claims import Actor, DrawClaim, LetterBook, Prize, Role
+from bonusd.draws.evidence import (
     claim_payload,
     commitment_payload,
     draw_report,
     evidence,
-    from_jsonl,
     manual_pick_payload,
     pick_payload,
     pool_payload,
     seed_payload,
-    to_jsonl,
-    verify_chain,
 )
-from bonusd.claims import Actor, DrawClaim, LetterBook, Prize, Role
-from bonusd.draws import Draw
+from bonusd.draws.fairness import Pool
+from bonusd.draws.poolfile import parse_pool
+from bonusd.draws.rounds import Draw
 from bonusd.errors import AuditFormatError
-from bonusd.fairness import Pool
-from bonusd.poolfile import parse_pool
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 T0 = dt.datetime(2026, 11, 7, 18, 0, tzinfo=SAST)

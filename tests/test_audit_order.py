@@ -13,12 +13,12 @@ import datetime as dt
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.audit import Kind
-from bonusd.audit_store import AuditStore, Entry
-from bonusd.claimtimers import ClaimTimers
-from bonusd.clock import ManualClock
+from bonusd.audit.chain import Entry, Kind
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import ManualClock
 from bonusd.errors import ConflictError
-from bonusd.keys import Keys
+from bonusd.infra.keys import Keys
+from bonusd.service.claimtimers import ClaimTimers
 
 T0 = dt.datetime(2026, 11, 7, 17, 0, tzinfo=dt.UTC)
 LATER = T0 + dt.timedelta(milliseconds=3)

@@ -20,15 +20,15 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from bonusd.draws.fairness import POOL_MAGIC, Pool
+from bonusd.draws.poolfile import parse_pool
 from bonusd.errors import AuditFormatError
-from bonusd.fairness import POOL_MAGIC, Pool
-from bonusd.poolfile import parse_pool
 
 INT64_MAX = 2**63 - 1
 
 
 def reference_parse_pool(data: bytes) -> Pool:
-    """The parser before the numpy reader (bonusd/audit.py at bbe9931), unchanged."""
+    """The parser before the numpy reader (bonusd/audit/chain.py at bbe9931), unchanged."""
     try:
         header, *lines = data.decode().split("\n")
         magic, *fields = header.split(" ")

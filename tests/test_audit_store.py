@@ -13,9 +13,9 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from bonusd.audit import Kind, from_jsonl, verify_chain
-from bonusd.audit_store import AuditStore
-from bonusd.keys import Keys
+from bonusd.audit.chain import Kind, from_jsonl, verify_chain
+from bonusd.audit.store import AuditStore
+from bonusd.infra.keys import Keys
 
 T0 = dt.datetime(2026, 11, 7, 17, 0, tzinfo=dt.UTC)
 

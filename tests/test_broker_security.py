@@ -29,13 +29,13 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 from pydantic import SecretStr
 
-from bonusd.brokerauth import SIMULATOR, read_credentials, write_broker_files
-from bonusd.clock import ManualClock
+from bonusd.clocks.clock import ManualClock
 from bonusd.errors import ConfigError
-from bonusd.localservices import LocalMosquitto, free_port
-from bonusd.registry import Device, read_file
+from bonusd.ingest.brokerauth import SIMULATOR, read_credentials, write_broker_files
+from bonusd.registry.records import Device, read_file
 from bonusd.settings import Settings
 from simulators import SimEvent, publish_events
+from simulators.local.services import LocalMosquitto, free_port
 from tests.conftest import PROJECT, SAST, running
 from tests.telemetry_helpers import event, game
 

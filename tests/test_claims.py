@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bonusd.claims import (
+from bonusd.draws.claims import (
     Actor,
     ClaimError,
     DeadlineError,
@@ -23,7 +23,7 @@ from bonusd.claims import (
     TransitionError,
     due,
 )
-from bonusd.draws import RevealSet
+from bonusd.draws.rounds import RevealSet
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 DRAW_AT = dt.datetime(2026, 11, 7, 19, 0, tzinfo=SAST)

@@ -11,7 +11,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from bonusd.clock import ManualClock
+from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from tests.conftest import running
 

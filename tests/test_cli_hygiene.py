@@ -2,7 +2,7 @@
 as a process, its bytes read back): a dead-lettered payload, a token's name and area, an
 import's error message. No ESC or BEL byte and no bidi override reaches the terminal (each
 is shown as a visible escape), and Rich markup is shown literally, never obeyed
-(bonusd/cli_text.py)."""
+(bonusd/cli/text.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import redis
 import redis.asyncio as aioredis
 
-from bonusd.keys import Keys
-from bonusd.store import DeadLetter, FloorStore
-from bonusd.telemetry import Reason
+from bonusd.floor.store import DeadLetter, FloorStore
+from bonusd.floor.telemetry import Reason
+from bonusd.infra.keys import Keys
 
 MARKUP = "[link=https://evil.example/x]click[/link][bold red]"
 HOSTILE = f"\x1b]0;owned\x07\x1b[2J{MARKUP}\u202eenaJ\x9b6n"

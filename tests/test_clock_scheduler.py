@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.clock import SharedClock
-from bonusd.keys import Keys
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.infra.keys import Keys
+from bonusd.infra.sharedclock import SharedClock
 from bonusd.promotions import TimedAction, load_promotion, schedule
-from bonusd.service import Service
+from bonusd.service.root import Service
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 from tests.conftest import Daemon, running
 
 SAST = dt.timezone(dt.timedelta(hours=2))
@@ -137,7 +137,7 @@ def done_order(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage().removesuffix(" done")
         for r in caplog.records
-        if r.name == "bonusd.scheduler" and r.getMessage().endswith(" done")
+        if r.name == "bonusd.service.scheduler" and r.getMessage().endswith(" done")
     ]
 
 
@@ -152,7 +152,7 @@ async def test_each_action_once_on_time_across_speed_changes_and_a_restart(
     aredis: aioredis.Redis,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bonusd.scheduler")
+    caplog.set_level(logging.INFO, logger="bonusd.service.scheduler")
     actions = timetable(promotions)
     settings = shared(OPENS + 30 * MIN)  # ignored: the clock exists when the daemon starts
     markers = Markers(aredis, Keys("bonusd", site))
@@ -195,7 +195,7 @@ async def test_jumps_over_actions_run_each_once_in_order_late(
     aredis: aioredis.Redis,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bonusd.scheduler")
+    caplog.set_level(logging.INFO, logger="bonusd.service.scheduler")
     actions = timetable(promotions)
     settings = shared(OPENS - MIN)
     markers = Markers(aredis, Keys("bonusd", site))
@@ -234,7 +234,7 @@ async def test_jumps_over_actions_run_each_once_in_order_late(
     late = {
         r.getMessage().split(" late by ")[0]
         for r in caplog.records
-        if r.name == "bonusd.scheduler" and " late by " in r.getMessage()
+        if r.name == "bonusd.service.scheduler" and " late by " in r.getMessage()
     }
     for n in range(1, 7):
         assert f"running {actions[n].action} {'/'.join(actions[n].ids)}" in late

@@ -18,12 +18,12 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.audit import Kind
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.drawbook import BinOpenError
+from bonusd.access.auth import Role
+from bonusd.audit.chain import Kind
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.book import BinOpenError
 from bonusd.promotions import Action, TimedAction
-from bonusd.service import Service
+from bonusd.service.root import Service
 from bonusd.settings import Settings
 from tests.browser.conftest import GH, at, promotions_folder, wait_for
 from tests.conftest import running

@@ -24,20 +24,21 @@ from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 from typer.testing import CliRunner
 
-from bonusd import cli
-from bonusd.audit import verify_chain
-from bonusd.audit_store import AuditStore
-from bonusd.clock import ManualClock, SharedClock
-from bonusd.drawdesk import DrawDesk
-from bonusd.keys import Keys
-from bonusd.localcluster import LocalRedisCluster
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.audit.chain import verify_chain
+from bonusd.audit.store import AuditStore
+from bonusd.cli import main as cli
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.desk import DrawDesk
+from bonusd.infra.keys import Keys
+from bonusd.infra.redisclient import redis_client
+from bonusd.infra.sharedclock import SharedClock
 from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
-from bonusd.redisclient import redis_client
+from bonusd.promotions.store import PromotionStore
 from bonusd.settings import Settings
-from bonusd.standings import PromotionStore
+from simulators.local.cluster import LocalRedisCluster
+from simulators.local.services import LocalMosquitto, free_port
 from tests import test_drawdesk, test_jackpotdesk, test_promotions_live, test_shared_clock
 from tests.conftest import PROJECT, SAST, running
 from tests.telemetry_helpers import Publisher, game

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bonusd.telemetry import json_schemas
+from bonusd.floor.telemetry import json_schemas
 from tests.conftest import PROJECT
 
 

@@ -16,9 +16,9 @@ import pytest
 import redis
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bonusd.clock import GamingCalendar
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.clocks.clock import GamingCalendar
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 
 N_EVENTS = 20_000
 N_CARDS = 50

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto
+from bonusd.clocks.clock import ManualClock
+from simulators.local.services import LocalMosquitto
 from tests.conftest import SAST, Daemon
 from tests.telemetry_helpers import Publisher, event, game
 

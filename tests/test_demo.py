@@ -30,7 +30,7 @@ import pytest
 import redis
 from websockets.asyncio.client import connect
 
-from bonusd.localservices import LocalMosquitto, free_port
+from simulators.local.services import LocalMosquitto, free_port
 
 PROJECT = Path(__file__).resolve().parent.parent
 WITHIN_S = 120.0  # the feature under test: everything within two minutes of wall time

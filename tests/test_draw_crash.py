@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from bonusd.audit import from_jsonl, verify_chain
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.audit.chain import from_jsonl, verify_chain
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
+from simulators.local.services import LocalMosquitto, free_port
 from tests.test_crash import _daemon, _wait_healthy
 
 GH = "golden-horse-mega-points-chase"

@@ -20,18 +20,18 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.audit import AuditRecord, Kind
-from bonusd.audit_store import AuditStore, Entry, Extra
-from bonusd.claims import Actor, Role
-from bonusd.clock import ManualClock
-from bonusd.drawdesk import DrawDesk
+from bonusd.audit.chain import AuditRecord, Entry, Kind
+from bonusd.audit.store import AuditStore, Extra
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.claims import Actor, Role
+from bonusd.draws.desk import DrawDesk
+from bonusd.draws.ledger import ATTEMPTS
 from bonusd.errors import ConflictError
-from bonusd.jackpotdesk import JackpotDesk
-from bonusd.keys import Keys
-from bonusd.ledger import ATTEMPTS
+from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
-from bonusd.standings import PromotionStore
+from bonusd.promotions.store import PromotionStore
+from bonusd.raps.desk import JackpotDesk
 from tests import test_jackpotdesk as raps
 from tests.test_drawdesk import GH, HW, PID, Site, of_kind, seeds
 

@@ -14,9 +14,11 @@ from typing import cast
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.audit import AuditRecord, Json, Kind, from_jsonl
-from bonusd.audit_store import AuditStore
-from bonusd.claims import (
+from bonusd.audit.chain import AuditRecord, Json, Kind, from_jsonl
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.book import SCHEDULER, DrawBook, LedgerError
+from bonusd.draws.claims import (
     Actor,
     ClaimError,
     DeadlineError,
@@ -28,17 +30,15 @@ from bonusd.claims import (
     RoleError,
     TransitionError,
 )
-from bonusd.clock import ManualClock
-from bonusd.drawbook import SCHEDULER, DrawBook, LedgerError
-from bonusd.drawdesk import DrawDesk
-from bonusd.draws import DrawError, ManualTicketError
-from bonusd.fairness import Pool, SkipReason, pick_sequence
-from bonusd.keys import Keys
+from bonusd.draws.desk import DrawDesk
+from bonusd.draws.fairness import Pool, SkipReason, pick_sequence
+from bonusd.draws.rounds import DrawError, ManualTicketError
+from bonusd.infra.keys import Keys
 from bonusd.promotions import Promotion, load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
-from bonusd.registry import Member, Tier
-from bonusd.standings import PromotionStore
+from bonusd.promotions.store import PromotionStore
+from bonusd.registry.records import Member, Tier
 
 GH = Path(__file__).parent.parent / "promotions" / "golden-horse-mega-points-chase.toml"
 PID = "golden-horse-mega-points-chase"

@@ -7,15 +7,15 @@ import itertools
 
 import pytest
 
-from bonusd.claims import Prize, RevealError
-from bonusd.draws import (
+from bonusd.draws.claims import Prize, RevealError
+from bonusd.draws.fairness import SkipReason, pick_sequence
+from bonusd.draws.rounds import (
     Draw,
     DrawError,
     ManualTicketError,
     RoundRecord,
     verify_draw,
 )
-from bonusd.fairness import SkipReason, pick_sequence
 
 
 def seeds() -> itertools.count[int]:

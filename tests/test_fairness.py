@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bonusd.audit import AuditLog, Kind, canonical_json, pick_payload
-from bonusd.fairness import (
+from bonusd.audit.chain import AuditLog, Kind, canonical_json
+from bonusd.draws.evidence import pick_payload
+from bonusd.draws.fairness import (
     Mismatch,
     PassedOver,
     Pick,

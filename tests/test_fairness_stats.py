@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 from scipy import stats
 
-from bonusd.fairness import Picker, Pool, SkipReason, Stream
+from bonusd.draws.fairness import Picker, Pool, SkipReason, Stream
 
 P_MIN = 0.001
 IntArray = npt.NDArray[np.int64]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 from tests.conftest import SAST, running
 from tests.fault_helpers import Burst, BurstPublisher, in_thread, join_checked
 from tests.test_faults_redis import _floor_totals, _stat, _until

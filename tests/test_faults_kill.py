@@ -18,13 +18,13 @@ import httpx
 import pytest
 import redis
 
-from bonusd.audit import from_jsonl, verify_chain
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.audit.chain import from_jsonl, verify_chain
 from bonusd.promotions import Action, Side, schedule
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.loader import load_promotion
 from bonusd.promotions.pool import EntryPool
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 from tests.conftest import PROJECT, SAST
 from tests.test_crash import _wait_healthy
 from tests.test_push import NAMES, draw_day, golden_horse

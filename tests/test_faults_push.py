@@ -17,7 +17,7 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from bonusd.auth import Role
+from bonusd.access.auth import Role
 from bonusd.settings import Settings
 from tests.conftest import Daemon
 from tests.test_push import (

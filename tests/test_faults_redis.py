@@ -19,10 +19,10 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto, LocalRedis, free_port
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 from tests.conftest import SAST, Daemon, running
 from tests.fault_helpers import Burst, BurstPublisher, in_thread, join_checked
 from tests.test_push import GH, draw_day, golden_horse

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bonusd.localservices import LocalMosquitto
+from simulators.local.services import LocalMosquitto
 from tests.conftest import SAST, Daemon
 from tests.telemetry_helpers import Publisher, event, game, rating
 

@@ -16,12 +16,12 @@ import redis.asyncio as aioredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bonusd.floormirror import FloorMirror
-from bonusd.keys import Keys
-from bonusd.raps import FloorPlayer, PlayKind, RapsRules
-from bonusd.rapsfloor import FloorSnapshot, SnapshotError, judge, player_line
-from bonusd.registry import Member, Tier
-from bonusd.store import FloorStore
+from bonusd.floor.store import FloorStore
+from bonusd.infra.keys import Keys
+from bonusd.raps.mirror import FloorMirror
+from bonusd.raps.rules import FloorPlayer, PlayKind, RapsRules
+from bonusd.raps.snapshot import FloorSnapshot, SnapshotError, judge, player_line
+from bonusd.registry.records import Member, Tier
 from tests.test_floor_rows import AT, AT_MS, DAY, NEXT, event, floor_store
 from tests.test_rapsfloor import players
 
@@ -193,7 +193,7 @@ async def test_a_mirror_that_may_have_drifted_is_read_whole(
     await current(mirror, r, keys)
     assert mirror.full_reads == 3
     await r.hdel(keys.floor_row, "C1")  # not through a script: no log
-    with caplog.at_level(logging.WARNING, logger="bonusd.floormirror"):
+    with caplog.at_level(logging.WARNING, logger="bonusd.raps.mirror"):
         await current(mirror, r, keys)
     assert mirror.full_reads == 4
     assert "changed without its change log" in caplog.text

@@ -14,13 +14,13 @@ from typing import cast
 
 import redis.asyncio as aioredis
 
-from bonusd.fairness import pick_sequence
-from bonusd.keys import Keys
-from bonusd.poolfile import parse_pool
-from bonusd.rapsfloor import FloorSnapshot
-from bonusd.registry import Member, Tier
-from bonusd.store import FloorStore
-from bonusd.telemetry import FloorEvent
+from bonusd.draws.fairness import pick_sequence
+from bonusd.draws.poolfile import parse_pool
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import FloorEvent
+from bonusd.infra.keys import Keys
+from bonusd.raps.snapshot import FloorSnapshot
+from bonusd.registry.records import Member, Tier
 from tests.test_jackpotdesk import CREW, J1, PID, SID, Site, kinds, s, start, store
 
 __all__ = ["s"]  # the fixture, shared with test_jackpotdesk

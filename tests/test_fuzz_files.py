@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from bonusd.drawbook import DrawPlan
+from bonusd.draws.book import DrawPlan
 from bonusd.errors import ImportFileError
 from bonusd.promotions import (
     MemberWindowStats,
@@ -44,8 +44,8 @@ from bonusd.promotions.checks import path_of
 from bonusd.promotions.render import render_markdown
 from bonusd.promotions.schedule import jackpot_times
 from bonusd.promotions.schema import Promotion
-from bonusd.rapsplan import SessionPlan
-from bonusd.registry import Device, Member, Tier, parse_text
+from bonusd.raps.plan import SessionPlan
+from bonusd.registry.records import Device, Member, Tier, parse_text
 from tests.conftest import PROJECT, Daemon
 
 SEEDS = {

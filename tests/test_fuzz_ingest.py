@@ -1,5 +1,5 @@
 """Fuzzing the whole ingest path of a running daemon: mutated messages published over
-MQTT go through `bonusd/ingest.py`, the decoder, `bonusd/store.py` and `lua/apply.lua`.
+MQTT go through `bonusd/ingest/consumer.py`, the decoder, `bonusd/floor/store.py` and `lua/apply.lua`.
 
 - The daemon never stops: every message is committed and acknowledged.
 - Every refused message is dead-lettered with its documented reason, its topic, its
@@ -27,9 +27,9 @@ import redis.asyncio as aioredis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bonusd.keys import Keys
-from bonusd.localservices import LocalMosquitto
-from bonusd.telemetry import Reason
+from bonusd.floor.telemetry import Reason
+from bonusd.infra.keys import Keys
+from simulators.local.services import LocalMosquitto
 from tests.conftest import Daemon
 from tests.fuzz_helpers import (
     NOW,

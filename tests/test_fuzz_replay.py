@@ -9,7 +9,7 @@ every event"):
 - an event older than the de-duplication window is dead-lettered as `too_old`, one too
   far ahead as `future`, and neither changes the floor.
 
-Store-level tests decode and apply batches exactly as `bonusd/ingest.py` does (decode,
+Store-level tests decode and apply batches exactly as `bonusd/ingest/consumer.py` does (decode,
 dead-letter refusals, one `apply_batch` per batch), so a batch's make-up is chosen here;
 the MQTT tests run the whole daemon.
 """
@@ -28,8 +28,8 @@ import redis.asyncio as aioredis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bonusd.keys import Keys
-from bonusd.localservices import LocalMosquitto
+from bonusd.infra.keys import Keys
+from simulators.local.services import LocalMosquitto
 from tests.conftest import Daemon
 from tests.fuzz_helpers import CAL, NOW, SKEW, WINDOW, Floor, floor_snapshot
 from tests.telemetry_helpers import Publisher

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bonusd.clock import GamingCalendar
-from bonusd.telemetry import (
+from bonusd.clocks.clock import GamingCalendar
+from bonusd.floor.telemetry import (
     ALLOWED_TYPES,
     MAX_DEPTH,
     DecodeLimits,

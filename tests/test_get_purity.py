@@ -37,9 +37,9 @@ import websockets
 from fastapi.routing import APIRoute, APIWebSocketRoute
 from starlette.routing import Route
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.service import Service
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
+from bonusd.service.root import Service
 from bonusd.settings import Settings
 from tests.browser.conftest import (
     ACTIVATED,

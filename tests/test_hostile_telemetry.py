@@ -26,12 +26,12 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bonusd.clock import ManualClock
-from bonusd.ingest import Ingest
-from bonusd.localservices import LocalMosquitto
+from bonusd.clocks.clock import ManualClock
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import FloorEvent, Reason
+from bonusd.ingest.consumer import Ingest
 from bonusd.settings import Settings
-from bonusd.store import FloorStore
-from bonusd.telemetry import FloorEvent, Reason
+from simulators.local.services import LocalMosquitto
 from tests.conftest import Daemon, running
 from tests.hostile_corpus import CORPUS, OVER_THE_PACKET_LIMIT, body, text
 from tests.telemetry_helpers import Publisher
@@ -252,7 +252,7 @@ async def test_an_unexpected_exception_restarts_the_ingest_and_loses_nothing(
     monkeypatch.setattr(ingest, "_backoff_max_s", 0.2)
     pub = Publisher(broker, site)
     try:
-        with caplog.at_level(logging.WARNING, logger="bonusd.ingest"):
+        with caplog.at_level(logging.WARNING, logger="bonusd.ingest.consumer"):
             pub.send(pub.topic("egm", "EGM-0009"), text(good(0, card="9005")))
             await daemon.wait_committed(1)
             pub.send(pub.topic("egm", "EGM-0009"), text(good(1, card="9005")))

@@ -1,7 +1,7 @@
 """Hostile request bodies at every route that takes one: deeply nested JSON, bodies over
 the limit (declared or streamed), bytes that are not text. Each is refused with 413 or 422
-and a reason, never a 500, and the daemon answers /health throughout (bonusd/httpguard.py,
-the imports in bonusd/api.py and bonusd/registry.py)."""
+and a reason, never a 500, and the daemon answers /health throughout (bonusd/api/httpguard.py,
+the imports in bonusd/api/app.py and bonusd/registry/records.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from bonusd.httpguard import MAX_BODY_BYTES, MAX_IMPORT_BYTES, BodyLimits, json_too_deep
+from bonusd.api.httpguard import MAX_BODY_BYTES, MAX_IMPORT_BYTES, BodyLimits, json_too_deep
 from tests.conftest import Daemon
 
 SAMPLE = {

@@ -11,10 +11,10 @@ import time
 import pytest
 import redis.exceptions
 
-from bonusd.health import INGEST_STALL_S, MQTT_CONFIRM_STALE_S, Health
-from bonusd.inbox import Inbox
-from bonusd.ingest import _outage
-from bonusd.metrics import Metrics
+from bonusd.infra.health import INGEST_STALL_S, MQTT_CONFIRM_STALE_S, Health
+from bonusd.infra.metrics import Metrics
+from bonusd.ingest.consumer import _outage
+from bonusd.ingest.inbox import Inbox
 
 
 def _dropped(metrics: Metrics, reason: str) -> float:
@@ -34,7 +34,7 @@ def test_qos0_beyond_its_bound_is_dropped_counted_and_reported(
 ) -> None:
     metrics = Metrics()
     inbox = Inbox(stub_bytes=64, qos1_max=3, qos0_max=5, metrics=metrics)
-    with caplog.at_level(logging.WARNING, logger="bonusd.inbox"):
+    with caplog.at_level(logging.WARNING, logger="bonusd.ingest.inbox"):
         kept = [inbox.add(f"t/{n}", b"{}", 0, 0, float(n) / 100) for n in range(100)]
     assert kept == [True] * 5 + [False] * 95
     assert _dropped(metrics, "inbox_full") == 95
@@ -55,7 +55,7 @@ def test_qos1_beyond_receive_maximum_is_kept_and_reported(
     """Refused, a QoS 1 message would wait unacknowledged until the next session."""
     metrics = Metrics()
     inbox = Inbox(stub_bytes=64, qos1_max=2, qos0_max=2, metrics=metrics)
-    with caplog.at_level(logging.WARNING, logger="bonusd.inbox"):
+    with caplog.at_level(logging.WARNING, logger="bonusd.ingest.inbox"):
         assert all(inbox.add("t", b"{}", n, 1, 0.0) for n in range(5))
     assert len(inbox) == 5
     (warning,) = caplog.records

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bonusd.drawbook import LedgerError
+from bonusd.draws.book import LedgerError
 from bonusd.errors import BonusdError
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import FloorEvent
 from bonusd.promotions import Action, load_promotion
-from bonusd.rapsfloor import FloorSnapshot
-from bonusd.scheduler import promotion_timetable
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
-from bonusd.telemetry import FloorEvent
+from bonusd.promotions.store import PromotionStore
+from bonusd.promotions.timetable import promotion_timetable
+from bonusd.raps.snapshot import FloorSnapshot
 from tests.test_jackpotdesk import (
     CREW,
     FESTA,

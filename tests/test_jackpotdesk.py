@@ -14,18 +14,18 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.audit_store import AuditStore
-from bonusd.claims import Actor, ClaimError, Role
-from bonusd.clock import ManualClock
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.claims import Actor, ClaimError, Role
+from bonusd.draws.fairness import pick_sequence
+from bonusd.draws.poolfile import parse_pool
 from bonusd.errors import NotFoundError
-from bonusd.fairness import pick_sequence
-from bonusd.jackpotdesk import JackpotDesk
-from bonusd.keys import Keys
-from bonusd.poolfile import parse_pool
+from bonusd.floor.store import FloorStore
+from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
-from bonusd.raps import RapsClaimState, Reason
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
+from bonusd.promotions.store import PromotionStore
+from bonusd.raps.desk import JackpotDesk
+from bonusd.raps.rules import RapsClaimState, Reason
 
 FESTA = Path(__file__).parent.parent / "promotions" / "montecasino-festa-fortuna.toml"
 PID = "montecasino-festa-fortuna"

@@ -1,4 +1,4 @@
-"""What a kiosk token reads of a standing (`bonusd.kioskview`), against every kind of
+"""What a kiosk token reads of a standing (`bonusd.promotions.kioskview`), against every kind of
 reason the rules give: the kiosk body carries none of the reason or rule texts and no
 personal data; a card that may not take part answers byte for byte like a card that is
 no member (no existence oracle); the desk still reads every reason.
@@ -20,13 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.kioskview import NOT_ELIGIBLE, KioskStatus, kiosk_standing
-from bonusd.localservices import LocalMosquitto
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
 from bonusd.promotions import MemberWindowStats, SideStats, load_promotion, standing
-from bonusd.registry import Member
+from bonusd.promotions.kioskview import NOT_ELIGIBLE, KioskStatus, kiosk_standing
+from bonusd.registry.records import Member
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto
 from tests.conftest import PROJECT, SAST, Daemon, running
 from tests.telemetry_helpers import Publisher, game
 

@@ -23,16 +23,16 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.clock import ManualClock
+from bonusd.clocks.clock import ManualClock
 from bonusd.errors import ConfigError
-from bonusd.health import Health
-from bonusd.keys import Keys
-from bonusd.leader import Claim, FencedOut, Leadership
-from bonusd.localservices import LocalMosquitto, LocalRedis, free_port
-from bonusd.metrics import Metrics
+from bonusd.infra.health import Health
+from bonusd.infra.keys import Keys
+from bonusd.infra.leader import Claim, FencedOut, Leadership
+from bonusd.infra.metrics import Metrics
 from bonusd.promotions import Action, TimedAction, load_promotion, schedule
-from bonusd.scheduler import Scheduler
+from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings, load_settings
+from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 from tests.conftest import Daemon, running
 from tests.test_clock_scheduler import MIN, OPENS, PROMOTION, WINDOW, controller, label
 
@@ -359,7 +359,7 @@ class _Proc:
     def done(self) -> list[str]:
         """The scheduler's "done" lines: the actions this daemon ran."""
         lines = self.log.read_text(errors="replace").splitlines()
-        done = [x for x in lines if "bonusd.scheduler" in x and x.endswith(" done")]
+        done = [x for x in lines if "bonusd.service.scheduler" in x and x.endswith(" done")]
         return [x.removesuffix(" done").split(": ", 1)[-1] for x in done]
 
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bonusd.localservices import LocalMosquitto
 from loadtests.floorload.services import Metrics
+from simulators.local.services import LocalMosquitto
 from tests.conftest import PROJECT
 
 

@@ -3,9 +3,9 @@
 Two properties over random member data (any unicode name, names carrying digits, names
 carrying the member's own card number, cards of any length):
 
-1. the public forms themselves (`bonusd.masking`) never contain the full name or card,
+1. the public forms themselves (`bonusd.registry.masking`) never contain the full name or card,
    show at most the card's last four characters and always hide at least four;
-2. the serialised signage messages — snapshot and deltas, as `bonusd.push` sends them —
+2. the serialised signage messages — snapshot and deltas, as `bonusd.push.hub` sends them —
    built from real draw books (a round drawn from a pool of those members), published
    boards and a RAPS jackpot, never contain a member's full name or full card number.
 """
@@ -20,16 +20,16 @@ import msgspec
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from bonusd.claims import Actor, Role
-from bonusd.drawbook import DrawBook, DrawPlan
-from bonusd.masking import STARS, mask_card, mask_name, public_member
+from bonusd.draws.book import DrawBook, DrawPlan
+from bonusd.draws.claims import Actor, Role
 from bonusd.promotions import load_promotion
-from bonusd.pushstream import Stream
-from bonusd.raps import FloorPlayer, PlayKind
-from bonusd.rapsbook import RapsBook
-from bonusd.rapsfloor import FloorSnapshot
-from bonusd.rapsplan import SessionPlan
-from bonusd.views import Inputs, signage_view
+from bonusd.push.stream import Stream
+from bonusd.push.views import Inputs, signage_view
+from bonusd.raps.book import RapsBook
+from bonusd.raps.plan import SessionPlan
+from bonusd.raps.rules import FloorPlayer, PlayKind
+from bonusd.raps.snapshot import FloorSnapshot
+from bonusd.registry.masking import STARS, mask_card, mask_name, public_member
 from tests.conftest import PROJECT
 
 GH = load_promotion(PROJECT / "promotions" / "golden-horse-mega-points-chase.toml")

@@ -20,27 +20,28 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.audit import Kind, claim_payload
-from bonusd.audit_store import AuditStore
-from bonusd.auth import Role
-from bonusd.claims import Actor
-from bonusd.claims import Role as ClaimRole
-from bonusd.clock import ManualClock
-from bonusd.drawbook import SCHEDULER, actor_text
-from bonusd.drawdesk import DrawDesk
-from bonusd.keys import Keys
-from bonusd.metrics import Metrics
-from bonusd.notifier import SmsNotifier
-from bonusd.outbox import Outbox, OutboxError, Status
+from bonusd.access.auth import Role
+from bonusd.audit.chain import Kind
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.book import SCHEDULER, actor_text
+from bonusd.draws.claims import Actor
+from bonusd.draws.claims import Role as ClaimRole
+from bonusd.draws.desk import DrawDesk
+from bonusd.draws.evidence import claim_payload
+from bonusd.floor.store import FloorStore
+from bonusd.infra.keys import Keys
+from bonusd.infra.metrics import Metrics
+from bonusd.notices.notifier import SmsNotifier
+from bonusd.notices.outbox import Outbox, OutboxError, Status
+from bonusd.notices.smsgateway import SECRET_HEADER
 from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
-from bonusd.raps import RapsClaim
-from bonusd.registry import Member, Tier
+from bonusd.promotions.store import PromotionStore
+from bonusd.raps.rules import RapsClaim
+from bonusd.registry.records import Member, Tier
 from bonusd.settings import Settings
-from bonusd.smsgateway import SECRET_HEADER
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
 from tests.conftest import PROJECT, running
 
 GH = "golden-horse-mega-points-chase"

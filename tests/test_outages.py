@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto, LocalRedis, free_port
-from bonusd.mqtttarget import paho_logger
+from bonusd.clocks.clock import ManualClock
+from bonusd.ingest.target import paho_logger
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 from tests.conftest import SAST, Daemon, running
 from tests.telemetry_helpers import Publisher, game
 

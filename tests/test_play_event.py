@@ -15,16 +15,12 @@ from zoneinfo import ZoneInfo
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.accounting import PromotionBook
-from bonusd.clock import GamingCalendar
-from bonusd.effects import Effects
-from bonusd.floor import describe
-from bonusd.keys import Keys
-from bonusd.promotions import load_promotion
-from bonusd.registry import Member, Tier
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
-from bonusd.telemetry import (
+from bonusd.clocks.clock import GamingCalendar
+from bonusd.floor.accounting import PromotionBook
+from bonusd.floor.effects import Effects
+from bonusd.floor.rules import describe
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import (
     MAX_PLAY_INTERVAL,
     DecodeLimits,
     FloorEvent,
@@ -32,6 +28,10 @@ from bonusd.telemetry import (
     Rejection,
     TelemetryDecoder,
 )
+from bonusd.infra.keys import Keys
+from bonusd.promotions import load_promotion
+from bonusd.promotions.store import PromotionStore
+from bonusd.registry.records import Member, Tier
 from tests.conftest import PROJECT
 
 JHB = ZoneInfo("Africa/Johannesburg")

@@ -25,7 +25,7 @@ from bonusd.promotions import (
     standing,
 )
 from bonusd.promotions.schedule import jackpot_times
-from bonusd.registry import Member
+from bonusd.registry.records import Member
 
 SEED = Path(__file__).parent.parent / "promotions" / "montecasino-festa-fortuna.toml"
 JHB = ZoneInfo("Africa/Johannesburg")

@@ -28,7 +28,7 @@ from bonusd.promotions import (
     seat_holders,
     standing,
 )
-from bonusd.registry import Member, Tier
+from bonusd.registry.records import Member, Tier
 
 SEED = Path(__file__).parent.parent / "promotions" / "golden-horse-mega-points-chase.toml"
 JHB = ZoneInfo("Africa/Johannesburg")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto
 from tests.conftest import PROJECT, SAST, running
 from tests.telemetry_helpers import Publisher, event, game, rating
 

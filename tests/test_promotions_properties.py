@@ -19,7 +19,7 @@ from bonusd.promotions import (
     load_promotion,
     standing,
 )
-from bonusd.registry import Member, Tier
+from bonusd.registry.records import Member, Tier
 
 FOLDER = Path(__file__).parent.parent / "promotions"
 

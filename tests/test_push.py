@@ -21,16 +21,16 @@ import redis.asyncio as aioredis
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from bonusd.audit import Kind
-from bonusd.audit_store import AuditStore, Entry
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.drawdesk import DrawDesk
-from bonusd.keys import Keys
+from bonusd.access.auth import Role
+from bonusd.audit.chain import Entry, Kind
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.desk import DrawDesk
+from bonusd.infra.keys import Keys
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
+from bonusd.promotions.store import PromotionStore
 from bonusd.settings import Settings
-from bonusd.standings import PromotionStore
 from tests.conftest import PROJECT, SAST, Daemon, running
 
 GH = "golden-horse-mega-points-chase"

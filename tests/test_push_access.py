@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import websockets
 
-from bonusd.auth import Role
+from bonusd.access.auth import Role
 from bonusd.settings import Settings
 from tests.conftest import Daemon
 from tests.test_push import (

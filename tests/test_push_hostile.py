@@ -4,7 +4,7 @@ it. Bad input closes with 4400 and a reason, logs at most one short line, never 
 exception. A real daemon (uvicorn, Redis, Mosquitto); raw URLs and frames sent with the
 `websockets` library, with no token needed for the query cases.
 
-The pure checks themselves (`bonusd.pushinput`) are exercised case by case at the end.
+The pure checks themselves (`bonusd.push.input`) are exercised case by case at the end.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import websockets
 
-from bonusd.auth import Role
-from bonusd.pushinput import (
+from bonusd.access.auth import Role
+from bonusd.push.input import (
     CREW_PARAMS,
     SIGNAGE_PARAMS,
     Query,
@@ -148,7 +148,7 @@ def quiet(caplog: pytest.LogCaptureFixture, connections: int) -> None:
     door = [
         r
         for r in caplog.records
-        if r.name.startswith(("bonusd.api_push", "bonusd.push", "uvicorn", "websockets"))
+        if r.name.startswith(("bonusd.api.push", "bonusd.push.hub", "uvicorn", "websockets"))
     ]
     assert len(door) <= connections, [r.getMessage()[:200] for r in door[:5]]
     assert all(len(r.getMessage()) < 200 for r in door)
@@ -158,7 +158,7 @@ async def test_hostile_query_strings_close_4400_on_every_route(
     day: Daemon, caplog: pytest.LogCaptureFixture
 ) -> None:
     d = day
-    caplog.set_level(logging.DEBUG, logger="bonusd.api_push")
+    caplog.set_level(logging.DEBUG, logger="bonusd.api.push")
     caplog.clear()
     cases = [("/ws/signage", q) for q in SIGNAGE_QUERIES] + [("/ws/crew", q) for q in CREW_QUERIES]
     for path, query in cases:
@@ -183,7 +183,7 @@ async def test_hostile_frames_close_4400_on_every_route(
     d = day
     role = Role.SIGNAGE if path.startswith("/ws/signage") else Role.CREW
     tok = await token(d, role)
-    caplog.set_level(logging.DEBUG, logger="bonusd.api_push")
+    caplog.set_level(logging.DEBUG, logger="bonusd.api.push")
     caplog.clear()
     connections = 0
     for frame in first_frames(tok):

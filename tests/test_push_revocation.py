@@ -23,10 +23,10 @@ import pytest
 import websockets
 from typer.testing import CliRunner
 
-from bonusd import cli
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.push import PushHub
+from bonusd.access.auth import Role
+from bonusd.cli import main as cli
+from bonusd.clocks.clock import ManualClock
+from bonusd.push.hub import PushHub
 from bonusd.settings import Settings
 from tests.conftest import Daemon
 from tests.test_push import (

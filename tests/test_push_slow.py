@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import websockets
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
 from bonusd.promotions import Side
-from bonusd.pushstream import TOO_SLOW
+from bonusd.push.stream import TOO_SLOW
 from bonusd.settings import Settings
 from tests.conftest import running
 from tests.test_push import (

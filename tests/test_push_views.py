@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bonusd.api_draws import CLAIM_ACTIONS
-from bonusd.api_jackpots import RAPS_ACTIONS as API_RAPS_ACTIONS
-from bonusd.claims import Actor, Role
-from bonusd.crewview import DRAW_ACTIONS, RAPS_ACTIONS, crew_events, crew_view
-from bonusd.drawbook import DrawBook, DrawPlan
+from bonusd.api.draws import CLAIM_ACTIONS
+from bonusd.api.jackpots import RAPS_ACTIONS as API_RAPS_ACTIONS
+from bonusd.draws.book import DrawBook, DrawPlan
+from bonusd.draws.claims import Actor, Role
 from bonusd.promotions import load_promotion
-from bonusd.push import PushStats, Stream, Subscriber
-from bonusd.raps import FloorPlayer, PlayKind
-from bonusd.rapsbook import RapsBook
-from bonusd.rapsfloor import FloorSnapshot
-from bonusd.rapsplan import SessionPlan
-from bonusd.views import Inputs, diff, relevant_draws, signage_events, signage_view
+from bonusd.push.crewview import DRAW_ACTIONS, RAPS_ACTIONS, crew_events, crew_view
+from bonusd.push.hub import PushStats, Stream, Subscriber
+from bonusd.push.views import Inputs, diff, relevant_draws, signage_events, signage_view
+from bonusd.raps.book import RapsBook
+from bonusd.raps.plan import SessionPlan
+from bonusd.raps.rules import FloorPlayer, PlayKind
+from bonusd.raps.snapshot import FloorSnapshot
 from tests.conftest import PROJECT
 
 GH = load_promotion(PROJECT / "promotions" / "golden-horse-mega-points-chase.toml")

@@ -11,9 +11,16 @@ from collections.abc import Callable
 import pytest
 from scipy import stats
 
-from bonusd.claims import Actor, DeadlineError, RegisterError, Role, RoleError, TransitionError
-from bonusd.fairness import pick_sequence, verify
-from bonusd.raps import (
+from bonusd.draws.claims import (
+    Actor,
+    DeadlineError,
+    RegisterError,
+    Role,
+    RoleError,
+    TransitionError,
+)
+from bonusd.draws.fairness import pick_sequence, verify
+from bonusd.raps.rules import (
     DeclineRegister,
     EmptyPool,
     FloorPlayer,

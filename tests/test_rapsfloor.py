@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bonusd.raps import FloorPlayer, PlayKind, RapsRules, eligibility
-from bonusd.rapsfloor import FloorSnapshot, SnapshotError, judge
+from bonusd.raps.rules import FloorPlayer, PlayKind, RapsRules, eligibility
+from bonusd.raps.snapshot import FloorSnapshot, SnapshotError, judge
 
 AT = dt.datetime(2025, 10, 4, 14, 30, 0, 123_000, tzinfo=dt.UTC)
 AT_MS = int(AT.timestamp() * 1000)

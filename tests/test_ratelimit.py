@@ -12,11 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.localservices import free_port
-from bonusd.service import Service
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
+from bonusd.service.root import Service
 from bonusd.settings import Settings
+from simulators.local.services import free_port
 from tests.conftest import PROJECT, SAST, Daemon, running
 from tests.test_push import closed_with, connect
 

@@ -1,7 +1,7 @@
 """Every rate limit holds when requests arrive all at once: two hundred fired together
 (asyncio.gather over httpx against a running daemon, or straight at the token store)
 get exactly the limit through and the rest 429. The count is judged in the same Redis
-step that makes it (bonusd/ratelimit.py), never read first and counted after.
+step that makes it (bonusd/access/ratelimit.py), never read first and counted after.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from bonusd.auth import AuthError, Role, TokenStore
-from bonusd.clock import ManualClock
-from bonusd.keys import Keys
-from bonusd.ratelimit import Limit, RateLimits
+from bonusd.access.auth import AuthError, Role, TokenStore
+from bonusd.access.ratelimit import Limit, RateLimits
+from bonusd.clocks.clock import ManualClock
+from bonusd.infra.keys import Keys
 from bonusd.settings import Settings
 from tests.conftest import PROJECT, SAST, Daemon, running
 

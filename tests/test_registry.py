@@ -9,7 +9,7 @@ import json
 import pytest
 
 from bonusd.errors import ImportFileError
-from bonusd.registry import (
+from bonusd.registry.records import (
     MAX_PROBLEMS,
     Device,
     DeviceKind,

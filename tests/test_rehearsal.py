@@ -1,7 +1,7 @@
 """Campaign rehearsal end to end: real Redis, a real Mosquitto, the real daemon.
 
 A short rehearsal of each seed promotion (a few simulated days on the CI floor) runs
-through MQTT into `bonusd.service.Service`; the simulator also writes every event it
+through MQTT into `bonusd.service.root.Service`; the simulator also writes every event it
 published. The daemon's standings, read from its Redis after the run, must equal the
 standings the pure engine computes from that event log (`aggregate` + `standing`), member
 by member and draw by draw, and every frozen pool must hold exactly the engine's tickets
@@ -23,17 +23,18 @@ from typing import Any, cast
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.claimtimers import ClaimTimers
-from bonusd.clock import ManualClock
-from bonusd.keys import Keys
-from bonusd.localservices import LocalMosquitto
+from bonusd.clocks.clock import ManualClock
+from bonusd.infra.keys import Keys
 from bonusd.promotions import EntryPool, Play, Promotion, Side, aggregate, standing
 from bonusd.promotions.rules import Standing
-from bonusd.registry import Member
-from bonusd.rehearsal import RehearsalPlan, delete_keys, prepare, rehearse
-from bonusd.rehearsal_crew import CrewModel
-from bonusd.rehearsal_report import SECTIONS, render, write_report
-from bonusd.standings import PromotionStore
+from bonusd.promotions.store import PromotionStore
+from bonusd.registry.records import Member
+from bonusd.service.claimtimers import ClaimTimers
+from simulators.local.services import LocalMosquitto
+from simulators.rehearsal.crew import CrewModel
+from simulators.rehearsal.plan import RehearsalPlan, prepare
+from simulators.rehearsal.report import SECTIONS, render, write_report
+from simulators.rehearsal.run import delete_keys, rehearse
 from tests.conftest import PROJECT
 
 GOLDEN_HORSE = PROJECT / "promotions" / "golden-horse-mega-points-chase.toml"

@@ -17,7 +17,7 @@ from bonusd.promotions.overrides import (
     restrict_to_dates,
     to_toml,
 )
-from bonusd.rehearsal import RehearsalPlan, prepare
+from simulators.rehearsal.plan import RehearsalPlan, prepare
 from simulators.stepped import _count_pubacks, _packet
 from tests.conftest import PROJECT
 

@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd import retention
-from bonusd.audit import AuditLog, Kind
-from bonusd.audit_store import AuditStore
-from bonusd.auditarchive import AuditArchive
-from bonusd.auth import Role, TokenStore
-from bonusd.clock import GamingCalendar, ManualClock
+from bonusd.access.auth import Role, TokenStore
+from bonusd.audit.archive import AuditArchive
+from bonusd.audit.chain import AuditLog, Kind
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import GamingCalendar, ManualClock
 from bonusd.errors import ConfigError
-from bonusd.floor import HOUR_MS
-from bonusd.keys import Keys
+from bonusd.floor.rules import HOUR_MS
+from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
-from bonusd.retention import RetentionPolicy, RetentionSweeper, campaign_span, family
+from bonusd.service import retention
+from bonusd.service.retention import RetentionPolicy, RetentionSweeper, campaign_span, family
 from bonusd.settings import load_settings
 
 SAST = dt.timezone(dt.timedelta(hours=2))
@@ -255,7 +255,7 @@ async def test_archive_of_another_trail_refused(
     # the trail in Redis is replaced by another one (a different site pointed here)
     await aredis.delete(f"{Keys('bonusd', site).base}audit")
     await append_records(store, 8, dt.datetime(2026, 9, 2, tzinfo=dt.UTC))
-    with caplog.at_level(logging.ERROR, logger="bonusd.retention"):
+    with caplog.at_level(logging.ERROR, logger="bonusd.service.retention"):
         report = await sweeper(aredis, site, ManualClock(NOW), folder).sweep()
     assert report.archived == 0
     assert "not this site's record" in caplog.text

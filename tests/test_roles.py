@@ -13,7 +13,7 @@ import re
 import httpx
 from fastapi.routing import APIRoute
 
-from bonusd.auth import Role
+from bonusd.access.auth import Role
 from tests.conftest import Daemon
 
 PUBLIC = {("GET", "/health"), ("GET", "/metrics")}

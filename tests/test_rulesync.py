@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bonusd.clock import ManualClock
-from bonusd.localservices import free_port
-from bonusd.rulesync import fingerprint
+from bonusd.clocks.clock import ManualClock
+from bonusd.promotions.rulesync import fingerprint
 from bonusd.settings import Settings
+from simulators.local.services import free_port
 from tests.conftest import Daemon, running
 from tests.test_promotions_live import GH, at, gh_settings, promotions_dir
 
@@ -67,7 +67,7 @@ async def test_a_reload_reaches_every_daemon_and_a_daemon_with_other_files_says_
         assert len(changes) == 1  # recorded once, by the daemon that reloaded
 
         threshold(promotions_dir, 30_000)  # deployed on the first host only
-        with caplog.at_level(logging.ERROR, logger="bonusd.rulesync"):
+        with caplog.at_level(logging.ERROR, logger="bonusd.promotions.rulesync"):
             r = await one.http.post("/promotions/reload")
             assert r.status_code == 200, r.text
             async with asyncio.timeout(10):

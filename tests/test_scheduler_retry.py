@@ -11,11 +11,11 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from bonusd.clock import ManualClock
+from bonusd.clocks.clock import ManualClock
 from bonusd.errors import BonusdError, ConflictError
-from bonusd.keys import Keys
+from bonusd.infra.keys import Keys
 from bonusd.promotions import Action, TimedAction, load_promotion
-from bonusd.scheduler import Scheduler
+from bonusd.service.scheduler import Scheduler
 from tests.test_clock_scheduler import PROMOTION, WINDOW
 
 SAST = dt.timezone(dt.timedelta(hours=2))

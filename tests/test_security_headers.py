@@ -1,4 +1,4 @@
-"""Secure headers on every response of every route (bonusd/httpguard.py): nosniff, no
+"""Secure headers on every response of every route (bonusd/api/httpguard.py): nosniff, no
 referrer, no framing, a Content-Security-Policy, and `Cache-Control: no-store` on all but
 the data-free static files; with the role's token, without one, and on refusals (404,
 413, 422). The HTML the server writes (prize letter, ticket slips, /docs) runs no script
@@ -14,9 +14,9 @@ import httpx
 from fastapi.routing import APIRoute, APIWebSocketRoute
 from starlette.routing import Route
 
-from bonusd import letterprint
-from bonusd.httpguard import DOCUMENT_CSP, MAX_BODY_BYTES, PAGE_CSP, STATIC_PREFIXES
-from bonusd.letterprint import PRINT_SCRIPT_HASH
+from bonusd.api.httpguard import DOCUMENT_CSP, MAX_BODY_BYTES, PAGE_CSP, STATIC_PREFIXES
+from bonusd.notices import letterprint
+from bonusd.notices.letterprint import PRINT_SCRIPT_HASH
 from tests.conftest import Daemon
 
 SAMPLE = {

@@ -6,8 +6,9 @@ import datetime as dt
 
 import pytest
 
-from bonusd.clock import SimulatedClock, WallClock, clock_from
+from bonusd.clocks.clock import SimulatedClock, WallClock
 from bonusd.errors import ConfigError
+from bonusd.infra.sharedclock import clock_from
 from bonusd.settings import load_settings
 
 

@@ -20,11 +20,11 @@ import redis.asyncio as aioredis
 import typer
 from typer.testing import CliRunner
 
-from bonusd.cli_clock import add_clock_commands, parse_duration
-from bonusd.clock import SharedClock
+from bonusd.cli.clock import add_clock_commands, parse_duration
 from bonusd.errors import ClockError, ConfigError
-from bonusd.localservices import LocalRedis
+from bonusd.infra.sharedclock import SharedClock
 from bonusd.settings import Settings, load_settings
+from simulators.local.services import LocalRedis
 
 START = dt.datetime(2026, 10, 3, 14, 55, tzinfo=dt.UTC)  # 16:55 in Johannesburg
 HOUR = dt.timedelta(hours=1)

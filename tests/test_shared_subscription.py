@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto, free_port
+from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto, free_port
 from tests.conftest import SAST, running
 from tests.telemetry_helpers import Publisher, game
 

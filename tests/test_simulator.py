@@ -25,12 +25,11 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bonusd.clock import GamingCalendar
-from bonusd.localservices import LocalMosquitto
-from bonusd.registry import Device as RegDevice
-from bonusd.registry import Member as RegMember
-from bonusd.registry import read_file
-from bonusd.telemetry import DecodeLimits, FloorEvent, TelemetryDecoder
+from bonusd.clocks.clock import GamingCalendar
+from bonusd.floor.telemetry import DecodeLimits, FloorEvent, TelemetryDecoder
+from bonusd.registry.records import Device as RegDevice
+from bonusd.registry.records import Member as RegMember
+from bonusd.registry.records import read_file
 from simulators import (
     DEVICE_COLUMNS,
     MEMBER_COLUMNS,
@@ -47,6 +46,7 @@ from simulators import (
     topic_for,
     write_jsonl,
 )
+from simulators.local.services import LocalMosquitto
 
 START = dt.datetime.fromisoformat("2026-10-03T17:00:00+02:00")
 # no outages here: the replay below checks lost card-outs' holds (outages, whose players

@@ -21,10 +21,10 @@ import redis
 import redis.asyncio as aioredis
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bonusd.clock import SharedClock
 from bonusd.errors import ClockError
-from bonusd.localservices import LocalMosquitto
+from bonusd.infra.sharedclock import SharedClock
 from simulators import build_floor, generate_events, load_floor, publish_events
+from simulators.local.services import LocalMosquitto
 from simulators.pacing import SharedPacer, WallPacer
 from tests.conftest import PROJECT
 

@@ -21,13 +21,13 @@ import numpy as np
 import pytest
 import redis.asyncio as aioredis
 
-from bonusd.accounting import PromotionBook
-from bonusd.clock import GamingCalendar
-from bonusd.keys import Keys
+from bonusd.clocks.clock import GamingCalendar
+from bonusd.floor.accounting import PromotionBook
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import MAX_PLAY_INTERVAL, DecodeLimits, FloorEvent, TelemetryDecoder
+from bonusd.infra.keys import Keys
 from bonusd.promotions import MemberWindowStats, Side, load_promotion, multiplier_at
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
-from bonusd.telemetry import MAX_PLAY_INTERVAL, DecodeLimits, FloorEvent, TelemetryDecoder
+from bonusd.promotions.store import PromotionStore
 from simulators import (
     Cuts,
     Encoder,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from bonusd.backoff import Backoff
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto
+from bonusd.clocks.clock import ManualClock
+from bonusd.infra.backoff import Backoff
 from bonusd.settings import Settings
 from simulators import FloorConfig, build_floor, generate_events
+from simulators.local.services import LocalMosquitto
 from simulators.publish import parse_mqtt_url
 from simulators.rawlink import RawLink
 from simulators.stepped import Feeder

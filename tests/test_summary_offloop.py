@@ -17,15 +17,15 @@ import pytest
 import redis.asyncio as aioredis
 from fastapi import Depends, FastAPI
 
-from bonusd.api_promotions import SUMMARY_RETRY_AFTER_S, add_promotion_routes
+from bonusd.api.promotions import SUMMARY_RETRY_AFTER_S, add_promotion_routes
 from bonusd.errors import ServiceUnavailableError
-from bonusd.keys import Keys
-from bonusd.localservices import LocalRedis
+from bonusd.floor.store import FloorStore
+from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
-from bonusd.registry import Member, Tier
-from bonusd.standings import PromotionStore
-from bonusd.store import FloorStore
-from bonusd.summaries import DrawSummaries
+from bonusd.promotions.store import PromotionStore
+from bonusd.promotions.summaries import DrawSummaries
+from bonusd.registry.records import Member, Tier
+from simulators.local.services import LocalRedis
 from tests.conftest import PROJECT
 
 FESTA = "montecasino-festa-fortuna"

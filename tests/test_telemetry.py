@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bonusd.clock import GamingCalendar
-from bonusd.effects import Effects
-from bonusd.floor import describe
-from bonusd.telemetry import (
+from bonusd.clocks.clock import GamingCalendar
+from bonusd.floor.effects import Effects
+from bonusd.floor.rules import describe
+from bonusd.floor.telemetry import (
     MAX_DEPTH,
     DecodeLimits,
     FloorEvent,

@@ -3,7 +3,7 @@
 -- ARGV     base, dedup_ttl_s, deadletter_maxlen, ids_json, effects_json, dead_json,
 --          duplicates (how many of the batch's messages the caller already dropped)
 --          ids_json:     [[event id, dedup hour bucket], ...]
---          effects_json: the merged effects of those events (bonusd/effects.py)
+--          effects_json: the merged effects of those events (bonusd/floor/effects.py)
 --          dead_json:    [[reason, topic, payload, detail, arrived_ms], ...]
 -- Returns  {"dup", i, ...}   nothing written: events i (1-based) were applied before;
 --                            the caller drops them and calls again

@@ -1,4 +1,4 @@
--- A guarded attempt (bonusd/ratelimit.py), judged and counted in one atomic step so that
+-- A guarded attempt (bonusd/access/ratelimit.py), judged and counted in one atomic step so that
 -- concurrent attempts cannot all slip past a limit before any of them is counted.
 --
 -- KEYS[1]       the hash holding the proof (a token record)

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from bonusd.promotions.kinds import QualificationKind, Side, Tombola, TombolaMode
 from bonusd.promotions.schema import Draw, Promotion
 from bonusd.promotions.timing import earning_window
-from bonusd.registry import Member, Tier
+from bonusd.registry.records import Member, Tier
 
 Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from bonusd.promotions.kinds import QualificationKind, Side
 from bonusd.promotions.rules import ineligibility
 from bonusd.promotions.schema import Draw, Promotion
-from bonusd.registry import Member
+from bonusd.registry.records import Member
 
 
 @dataclass(frozen=True)

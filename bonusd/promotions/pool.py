@@ -3,7 +3,7 @@
 An `EntryPool` is immutable and has one canonical serialisation (sorted, compact JSON)
 and its SHA-256, which the audit record keeps so anyone can later prove which pool a
 draw was made from. `entries(tombola)` is the card -> tickets mapping the draw engine
-freezes into its per-round pool (`bonusd.fairness.Pool.freeze`), which numbers tickets.
+freezes into its per-round pool (`bonusd.draws.fairness.Pool.freeze`), which numbers tickets.
 """
 
 from __future__ import annotations

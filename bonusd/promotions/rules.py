@@ -27,7 +27,7 @@ from bonusd.promotions.kinds import Channel, QualificationKind, Side, Tombola, T
 from bonusd.promotions.schema import Draw, Promotion
 from bonusd.promotions.stats import MemberWindowStats
 from bonusd.promotions.timing import activation_opens_at, bin_closes_at, earning_window
-from bonusd.registry import Member
+from bonusd.registry.records import Member
 
 
 @dataclass(frozen=True)

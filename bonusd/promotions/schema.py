@@ -30,7 +30,7 @@ from pydantic import (
     field_validator,
 )
 
-from bonusd.clock import GamingCalendar, known_zone
+from bonusd.clocks.clock import GamingCalendar, known_zone
 from bonusd.promotions.kinds import (
     BOTH_SIDES,
     Channel,
@@ -44,7 +44,7 @@ from bonusd.promotions.kinds import (
     Weekday,
     WindowKind,
 )
-from bonusd.registry import Tier
+from bonusd.registry.records import Tier
 
 
 def _local_time(value: dt.time) -> dt.time:

@@ -16,7 +16,7 @@ from bonusd.promotions.kinds import Channel, DrawMode, QualificationKind, Tombol
 from bonusd.promotions.schedule import jackpot_times, leaderboard_publications
 from bonusd.promotions.schema import Draw, DrawSpec, JackpotSeries, Promotion
 from bonusd.promotions.timing import bin_close_time, earning_window
-from bonusd.registry import Tier
+from bonusd.registry.records import Tier
 
 TBC = "to be confirmed by the promotions desk"
 

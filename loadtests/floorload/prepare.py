@@ -27,8 +27,8 @@ from zoneinfo import ZoneInfo
 import msgspec
 import redis.asyncio as aioredis
 
-from bonusd.auth import Role, TokenStore
-from bonusd.keys import Keys
+from bonusd.access.auth import Role, TokenStore
+from bonusd.infra.keys import Keys
 from bonusd.promotions import Promotion, load_promotion
 from floorload.config import Tokens
 from floorload.scenarios import Scenario

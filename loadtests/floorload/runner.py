@@ -37,8 +37,7 @@ import httpx
 import redis
 import redis.asyncio as aioredis
 
-from bonusd.auth import TokenStore
-from bonusd.localservices import LocalMosquitto, LocalRedis, free_port
+from bonusd.access.auth import TokenStore
 from bonusd.promotions import Promotion
 from floorload import prepare, report
 from floorload.config import CONFIG_ENV, LoadConfig, Tokens
@@ -55,6 +54,7 @@ from floorload.services import (
     stop_daemon,
     wait_healthy,
 )
+from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 
 LOCUSTFILE = ROOT / "loadtests" / "locustfile.py"
 MQTT_CLASSES = ("EgmBank", "TablePit", "IngestProbe")

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
-from bonusd.localservices import LocalMosquitto
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
+from simulators.local.services import LocalMosquitto
 from tests.conftest import PROJECT, SAST, Daemon
 from tests.telemetry_helpers import Publisher, event, game, rating
 

@@ -1,5 +1,5 @@
 """/docs in headless Chromium with every other host unreachable: Swagger UI renders the
-API from the daemon's own pinned copy (bonusd/apidocs.py), under its strict CSP (no
+API from the daemon's own pinned copy (bonusd/api/docs.py), under its strict CSP (no
 violation reported), and the page asks for nothing but this daemon's files."""
 
 from __future__ import annotations

@@ -15,9 +15,8 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock, SimulatedClock, WallClock
-from bonusd.pages import (
+from bonusd.access.auth import Role
+from bonusd.api.pages import (
     CSP,
     PAGES,
     SECURE_HEADERS,
@@ -26,6 +25,7 @@ from bonusd.pages import (
     find_displays,
     page_html,
 )
+from bonusd.clocks.clock import ManualClock, SimulatedClock, WallClock
 from tests.conftest import PROJECT, SAST, Daemon
 
 DISPLAYS = PROJECT / "displays"

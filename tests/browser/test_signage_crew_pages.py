@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from bonusd.auth import Role
-from bonusd.clock import ManualClock
+from bonusd.access.auth import Role
+from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from tests.browser.conftest import (
     ACTIVATED,

@@ -1,0 +1,170 @@
+"""The audit archive: the site's hash-chained audit trail copied out of Redis into
+append-only JSON Lines files, one per calendar month of the records' time (UTC), kept for
+the audit retention period (three years or more) and verifiable on their own.
+
+    {folder}/audit-2026-10.jsonl     records of October 2026, one canonical record a line
+    {folder}/audit-2026-11.jsonl     ...
+
+Records are only ever appended, and only when they extend the archive's chain: the first
+new record must follow the archive's last one (seq + 1, its hash as `prev_hash`), so the
+files hold one unbroken chain. A month's file is deleted only once its last day is older
+than the retention period, oldest first, never the newest file; the chain of what is left
+is then checked from its first record on (`verify`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bonusd.audit.chain import GENESIS, AuditRecord, ChainCheck, from_jsonl, record_hash
+from bonusd.errors import AuditFormatError
+
+SEGMENT_GLOB = "audit-????-??.jsonl"
+
+
+@dataclass(frozen=True)
+class ArchiveCheck:
+    """What `verify` found: the chain check and the seq range the files hold."""
+
+    check: ChainCheck
+    first_seq: int  # 0: the archive is empty
+    last_seq: int
+    files: int
+
+    @property
+    def ok(self) -> bool:
+        return self.check.ok
+
+    def __str__(self) -> str:
+        if not self.check.ok:
+            return f"archive broken at seq {self.check.broken_at}: {self.check.reason}"
+        if not self.files:
+            return "archive empty"
+        return f"archive ok: records {self.first_seq}..{self.last_seq} in {self.files} file(s)" + (
+            "" if self.first_seq == 1 else " (older months past retention deleted)"
+        )
+
+
+def check_links(records: Sequence[AuditRecord]) -> ChainCheck:
+    """Seq numbers, links, hashes and time order of consecutive records. The first record
+    is taken as it is (its predecessor may have been deleted past retention), except that
+    seq 1 must start from the genesis hash."""
+    prev: str | None = None
+    last_time = ""
+    for i, rec in enumerate(records):
+        if i == 0:
+            if rec.seq == 1 and rec.prev_hash != GENESIS:
+                return ChainCheck(0, 1, "the first record does not start from the genesis hash")
+        else:
+            expected = records[i - 1].seq + 1
+            if rec.seq != expected:
+                return ChainCheck(i, expected, f"seq is {rec.seq}, expected {expected}")
+            if rec.prev_hash != prev:
+                return ChainCheck(i, rec.seq, "prev_hash does not match the previous record's")
+        if record_hash(rec.body()) != rec.hash:
+            return ChainCheck(i, rec.seq, "hash does not match the record's content (modified)")
+        if rec.time < last_time:
+            return ChainCheck(i, rec.seq, f"time {rec.time} is before the previous record's")
+        prev, last_time = rec.hash, rec.time
+    return ChainCheck(len(records))
+
+
+class AuditArchive:
+    """The archive files of one site, in `folder` (created on first append)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def segments(self) -> list[Path]:
+        """The month files, oldest first."""
+        if not self.folder.is_dir():
+            return []
+        return sorted(self.folder.glob(SEGMENT_GLOB))
+
+    def tail(self) -> AuditRecord | None:
+        """The archive's last record (None: empty)."""
+        for path in reversed(self.segments()):
+            lines = [ln for ln in _read(path).split("\n") if ln.strip()]
+            if lines:
+                return from_jsonl(lines[-1])[0]
+        return None
+
+    def append(self, records: Sequence[AuditRecord]) -> int:
+        """Append `records`, which must extend the archive's chain (else `AuditFormatError`
+        and nothing is written); flushed to disk before returning. How many were written."""
+        if not records:
+            return 0
+        self.folder.mkdir(parents=True, exist_ok=True)
+        # one writer at a time (a leader handing over): the tail is read under the lock
+        with (self.folder / ".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._append(records)
+
+    def _append(self, records: Sequence[AuditRecord]) -> int:
+        tail = self.tail()
+        first = records[0]
+        if tail is None:
+            if first.seq != 1 or first.prev_hash != GENESIS:
+                raise AuditFormatError(
+                    f"audit archive {self.folder} is empty but the first record to archive "
+                    f"is seq {first.seq}: archive from the start of the trail"
+                )
+        elif first.seq != tail.seq + 1 or first.prev_hash != tail.hash:
+            raise AuditFormatError(
+                f"audit record {first.seq} does not extend the archive in {self.folder} "
+                f"(its last record is seq {tail.seq}): a different site or trail? "
+                "Nothing was archived; check the folder and BONUSD_RETENTION_AUDIT_ARCHIVE"
+            )
+        check = check_links([tail, *records] if tail else records)
+        if not check.ok:
+            raise AuditFormatError(f"audit records to archive are broken: {check}")
+        by_month: dict[str, list[str]] = {}
+        for rec in records:
+            by_month.setdefault(rec.time[:7], []).append(rec.to_json() + "\n")
+        for month, lines in by_month.items():
+            path = self.folder / f"audit-{month}.jsonl"
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write("".join(lines))
+                fh.flush()
+                os.fsync(fh.fileno())
+        return len(records)
+
+    def records(self) -> list[AuditRecord]:
+        out: list[AuditRecord] = []
+        for path in self.segments():
+            out.extend(from_jsonl(_read(path)))
+        return out
+
+    def verify(self) -> ArchiveCheck:
+        """Check the whole archive's chain; a file that does not parse is a broken link."""
+        try:
+            records = self.records()
+        except AuditFormatError as exc:
+            return ArchiveCheck(ChainCheck(0, 0, str(exc)), 0, 0, len(self.segments()))
+        check = check_links(records)
+        first = records[0].seq if records else 0
+        last = records[-1].seq if records else 0
+        return ArchiveCheck(check, first, last, len(self.segments()))
+
+    def prune(self, today: dt.date, keep_days: int) -> list[Path]:
+        """Delete the month files whose last day is more than `keep_days` before `today`,
+        oldest first, never the newest file. The files deleted."""
+        gone: list[Path] = []
+        files = self.segments()
+        for path in files[:-1]:
+            year, month = int(path.stem[6:10]), int(path.stem[11:13])
+            month_end = dt.date(year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)
+            if (today - month_end).days <= keep_days:
+                break
+            path.unlink()
+            gone.append(path)
+        return gone
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")

@@ -1,0 +1,204 @@
+"""The append-only, hash-chained audit log, and what an auditor does with it.
+
+Every draw and selection step leaves a record: seq (1, 2, ...), time (UTC), actor, kind,
+payload, the previous record's hash and its own hash, the SHA-256 of the canonical JSON
+of the record without its hash. Changing, removing or reordering any record breaks the
+chain from that point on, and `verify_chain` names the first broken link. Records are
+exchanged as JSON Lines, one canonical record per line.
+
+Generic: nothing here knows a draw. What a draw's records carry, the evidence an
+auditor rebuilds from them and the GLI-31-style draw report are in
+`bonusd.draws.evidence` (docs/fairness.md lists the payloads).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from bonusd.errors import AuditFormatError
+
+GENESIS = "0" * 64
+Json = Any  # None | bool | int | str | list[Json] | dict[str, Json]; never a float
+
+
+class Kind(StrEnum):
+    COMMITMENT = "commitment"
+    POOL = "pool"
+    PICK = "pick"
+    REDRAW = "redraw"
+    CLAIM = "claim"
+    PROXY = "proxy"
+    LETTER = "letter"
+    SEED_REVEAL = "seed_reveal"
+    EXCLUSION = "exclusion"
+    SEAT = "seat"
+    RULE_CHANGE = "rule_change"
+    OVERRIDE = "override"
+    PRIZES = "prizes"  # a round's prize set loaded (the reveals are shuffled from it)
+    DECLINE = "decline"  # a member signed a RAPS session's decline register
+    EXCEPTION = "exception"  # something the floor must know: an empty pool, no alternate left
+
+
+def _check_json(value: Json, where: str = "payload") -> None:
+    if isinstance(value, float):
+        raise TypeError(f"{where}: floats are not allowed in audit records (use cents)")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{where}: keys must be strings, got {k!r}")
+            _check_json(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_json(v, f"{where}[{i}]")
+    elif value is not None and not isinstance(value, bool | int | str):
+        raise TypeError(f"{where}: {type(value).__name__} is not JSON")
+
+
+def canonical_json(value: Json) -> bytes:
+    """Sorted keys, no spaces, UTF-8 (not \\u-escaped), integers only."""
+    _check_json(value)
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode()
+
+
+def utc_text(instant: dt.datetime) -> str:
+    """The record time format: UTC, microseconds, `Z` (e.g. 2026-12-12T18:00:00.000000Z)."""
+    if instant.tzinfo is None:
+        raise ValueError("audit times must be timezone-aware")
+    return instant.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A record to be: what happened, by whom, when."""
+
+    at: dt.datetime
+    actor: str
+    kind: Kind
+    payload: dict[str, Json]
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    seq: int
+    time: str
+    actor: str
+    kind: str
+    payload: dict[str, Json]
+    prev_hash: str
+    hash: str
+
+    def body(self) -> dict[str, Json]:
+        """The record without its hash: what the hash is computed over."""
+        return {name: getattr(self, name) for name in _BODY}
+
+    def to_json(self) -> str:
+        return canonical_json({**self.body(), "hash": self.hash}).decode()
+
+
+_BODY = ("seq", "time", "actor", "kind", "payload", "prev_hash")
+
+
+def record_hash(body: Mapping[str, Json]) -> str:
+    return hashlib.sha256(canonical_json(dict(body))).hexdigest()
+
+
+class AuditLog:
+    """Builds records onto a chain; `records` may resume an existing, verified chain."""
+
+    def __init__(self, records: Sequence[AuditRecord] = ()) -> None:
+        check = verify_chain(records)
+        if not check.ok:
+            raise AuditFormatError(f"cannot resume a broken audit chain: {check}")
+        self.records = list(records)
+
+    @property
+    def head(self) -> str:
+        return self.records[-1].hash if self.records else GENESIS
+
+    def append(
+        self, *, at: dt.datetime, actor: str, kind: Kind, payload: dict[str, Json]
+    ) -> AuditRecord:
+        last = self.records[-1] if self.records else None
+        rec = next_record(last, at=at, actor=actor, kind=kind, payload=payload)
+        self.records.append(rec)
+        return rec
+
+
+def next_record(
+    last: AuditRecord | None,
+    *,
+    at: dt.datetime,
+    actor: str,
+    kind: Kind,
+    payload: dict[str, Json],
+) -> AuditRecord:
+    """The record that follows `last` (None: the first record of a chain)."""
+    seq = last.seq + 1 if last else 1
+    values = (seq, utc_text(at), actor, str(kind), payload, last.hash if last else GENESIS)
+    rec = AuditRecord(*values, record_hash(dict(zip(_BODY, values, strict=True))))
+    if last and rec.time < last.time:
+        raise ValueError(f"audit record {seq} at {rec.time} is older than its predecessor")
+    return rec
+
+
+@dataclass(frozen=True)
+class ChainCheck:
+    checked: int
+    broken_at: int | None = None  # seq of the first bad record
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.broken_at is None
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"chain intact: {self.checked} records"
+        return f"chain broken at record {self.broken_at}: {self.reason}"
+
+
+def verify_chain(records: Sequence[AuditRecord]) -> ChainCheck:
+    """Check seq numbers, links, hashes and time order; report the first broken link."""
+    prev, last_time = GENESIS, ""
+    for i, rec in enumerate(records):
+        n = i + 1
+        if rec.seq != n:
+            return ChainCheck(i, n, f"seq is {rec.seq}, expected {n} (record missing or moved)")
+        if rec.prev_hash != prev:
+            return ChainCheck(i, n, "prev_hash does not match the previous record's hash")
+        if record_hash(rec.body()) != rec.hash:
+            return ChainCheck(i, n, "hash does not match the record's content (modified)")
+        if rec.time < last_time:
+            return ChainCheck(i, n, f"time {rec.time} is before the previous record's")
+        prev, last_time = rec.hash, rec.time
+    return ChainCheck(len(records))
+
+
+def to_jsonl(records: Sequence[AuditRecord]) -> str:
+    return "".join(rec.to_json() + "\n" for rec in records)
+
+
+def from_jsonl(text: str) -> list[AuditRecord]:
+    """Parse a JSON Lines export (no verification: call `verify_chain`)."""
+    out: list[AuditRecord] = []
+    # records end with "\n" only: `splitlines` would also cut a record inside a string at
+    # U+2028, U+2029 or U+0085, which canonical JSON keeps unescaped (a note, a name)
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            out.append(AuditRecord(**{name: d[name] for name in (*_BODY, "hash")}))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AuditFormatError(f"audit export line {n}: {exc!r}") from exc
+    return out
+
+
+# -- payloads --------------------------------------------------------------------------

@@ -1,0 +1,148 @@
+"""The audit trail in Redis: records appended atomically to one hash chain per site.
+
+An append reads the chain's head and pushes the next record in one optimistic
+transaction (WATCH / MULTI / EXEC): two daemons, or two tasks, appending at once both
+land, one after the other, never on the same link.
+
+Draws and RAPS sessions also keep their own records in a *ledger* (`ledger:{subject}`),
+written in the same transaction as the chain: a draw's state is rebuilt by replaying its
+ledger, and `commit` refuses (`StaleLedger`) when the ledger grew since the caller read
+it, so two writers can never both act on the same claim or pick.
+
+Records are kept as canonical JSON in a list (`audit`), so `bonusd audit verify` can
+re-check every link and `bonusd audit export` writes them out as JSON
+Lines (format in docs/fairness.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import redis.exceptions
+from redis.asyncio import Redis
+
+from bonusd.audit.chain import (
+    AuditRecord,
+    ChainCheck,
+    Entry,
+    Json,
+    Kind,
+    from_jsonl,
+    next_record,
+    utc_text,
+    verify_chain,
+)
+from bonusd.errors import BonusdError, ConflictError
+from bonusd.infra.keys import Keys
+
+logger = logging.getLogger(__name__)
+
+
+class StaleLedger(BonusdError):
+    """Someone else wrote to this draw first; reload it and decide again."""
+
+
+Extra = Callable[[Any], None]
+"""Adds further commands to the MULTI of a commit (e.g. state indexes), pipeline given."""
+
+
+def _not_older(entries: Sequence[Entry], head: AuditRecord | None) -> None:
+    """The trail is in time order: a step decided at an instant before the newest record
+    (another task or daemon committed in between) must be decided again, at a later one."""
+    if head is not None and any(utc_text(e.at) < head.time for e in entries):
+        raise ConflictError(
+            f"a later audit record ({head.time}) landed while this step was decided; "
+            "nothing was written, try again"
+        )
+
+
+class AuditStore:
+    """Append to and read back the audit chain of one site, and the ledgers of subjects."""
+
+    def __init__(self, redis: Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._base = keys.base
+        self._list = f"{keys.base}audit"
+        self._notify = f"{keys.base}notify"  # the live push listens here (bonusd.push.hub)
+
+    def ledger_key(self, subject: str) -> str:
+        return f"{self._base}ledger:{subject}"
+
+    async def ledger(self, subject: str, start: int = 0) -> list[AuditRecord]:
+        """The subject's records from index `start` on."""
+        rows = cast(list[str], await self._redis.lrange(self.ledger_key(subject), start, -1))
+        return from_jsonl("\n".join(rows)) if rows else []
+
+    async def commit(
+        self,
+        entries: Sequence[Entry],
+        *,
+        subject: str,
+        expect: int,
+        extra: Extra | None = None,
+    ) -> list[AuditRecord]:
+        """Append `entries` to the chain and to the subject's ledger, atomically, provided
+        the ledger still holds `expect` records; else `StaleLedger`."""
+        ledger = self.ledger_key(subject)
+        while True:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(self._list, ledger)
+                    if await pipe.llen(ledger) != expect:
+                        raise StaleLedger(f"{subject} changed meanwhile; reload and retry")
+                    raw = cast(str | None, await pipe.lindex(self._list, -1))
+                    last = from_jsonl(raw)[0] if raw else None
+                    _not_older(entries, last)
+                    out: list[AuditRecord] = []
+                    for e in entries:
+                        last = next_record(
+                            last, at=e.at, actor=e.actor, kind=e.kind, payload=e.payload
+                        )
+                        out.append(last)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    if out:
+                        rows = [r.to_json() for r in out]
+                        pipe.rpush(self._list, *rows)
+                        pipe.rpush(ledger, *rows)
+                    if extra is not None:
+                        extra(pipe)
+                    await pipe.execute()
+                    # after EXEC, not inside it: Redis Cluster refuses PUBLISH in a MULTI
+                    if out:
+                        await self._redis.publish(self._notify, subject)
+                    return out
+                except redis.exceptions.WatchError:
+                    logger.debug("audit commit raced; retrying on the new head")
+
+    async def append(
+        self, *, at: dt.datetime, actor: str, kind: Kind, payload: dict[str, Json]
+    ) -> AuditRecord:
+        while True:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(self._list)
+                    raw = cast(str | None, await pipe.lindex(self._list, -1))
+                    last = from_jsonl(raw)[0] if raw else None
+                    _not_older([Entry(at, actor, kind, payload)], last)
+                    rec = next_record(last, at=at, actor=actor, kind=kind, payload=payload)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.rpush(self._list, rec.to_json())
+                    await pipe.execute()
+                    await self._redis.publish(self._notify, kind.value)  # after EXEC: cluster
+                    return rec
+                except redis.exceptions.WatchError:
+                    # another writer appended first: a normal race, build on its record
+                    logger.debug("audit append raced; retrying on the new head")
+
+    async def records(self) -> list[AuditRecord]:
+        rows = cast(list[str], await self._redis.lrange(self._list, 0, -1))
+        return from_jsonl("\n".join(rows))
+
+    async def of_kind(self, kind: Kind) -> list[AuditRecord]:
+        return [r for r in await self.records() if r.kind == kind.value]
+
+    async def verify(self) -> ChainCheck:
+        return verify_chain(await self.records())

@@ -1,0 +1,231 @@
+"""Command-line checks of draws: `bonusd verify-draw` and `bonusd draw-report`.
+
+Both read the audit trail and the archived pool files, either live from the site's Redis
+or offline from an export (`bonusd audit export FILE --pools DIR`), so an auditor can
+re-check a draw on a machine that never ran bonusd's daemon. For a RAPS jackpot the
+export holds each attempt's archived floor snapshot too (`{jackpot id}.{attempt}.floor`),
+and `verify-draw` recomputes the pool from it under the session's rules (read from the
+promotion file: `--promotion`, or the daemon's promotions folder when live).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, cast
+
+import typer
+
+from bonusd.audit.chain import AuditRecord, Kind, from_jsonl, verify_chain
+from bonusd.audit.store import AuditStore
+from bonusd.cli.text import safe, safe_lines
+from bonusd.draws.evidence import draw_report, evidence
+from bonusd.draws.fairness import Pool
+from bonusd.draws.poolfile import parse_pool
+from bonusd.errors import NotFoundError
+from bonusd.infra.keys import Keys
+from bonusd.infra.redisclient import redis_client
+from bonusd.promotions import Promotion, load_promotion, load_promotions
+from bonusd.raps.plan import rules_of
+from bonusd.raps.snapshot import check_floor
+from bonusd.settings import Settings
+
+POOL_SUFFIX = ".pool"
+FLOOR_SUFFIX = ".floor"
+Floors = dict[str, bytes]  # "{jackpot id}.{attempt}" -> the archived floor snapshot file
+
+
+def _floor_records(records: list[AuditRecord], draw_id: str | None = None) -> list[AuditRecord]:
+    """The POOL records of RAPS jackpots (those judged from a floor snapshot)."""
+    return [
+        r
+        for r in records
+        if r.kind == Kind.POOL
+        and "floor_sha256" in r.payload
+        and (draw_id is None or r.payload.get("draw_id") == draw_id)
+    ]
+
+
+def floor_name(payload: Mapping[str, object]) -> str:
+    return f"{payload['draw_id']}.{payload['round']}"
+
+
+async def live_floors(settings: Settings, records: list[AuditRecord]) -> Floors:
+    """Every archived RAPS floor snapshot the site's POOL records name."""
+    r = redis_client(settings)
+    keys = Keys(settings.key_prefix, settings.site)
+    try:
+        out: Floors = {}
+        for rec in _floor_records(records):
+            p = rec.payload
+            raw = await r.hget(f"{keys.base}rapsfloor:{p['draw_id']}", str(p["round"]))
+            if raw is not None:
+                out[floor_name(p)] = cast(str, raw).encode()
+        return out
+    finally:
+        await r.aclose()
+
+
+async def live(settings: Settings) -> tuple[list[AuditRecord], dict[str, Pool]]:
+    """The site's audit records and every archived pool file they name."""
+    r = redis_client(settings)
+    keys = Keys(settings.key_prefix, settings.site)
+    try:
+        records = await AuditStore(r, keys).records()
+        pools: dict[str, Pool] = {}
+        for rec in records:
+            if rec.kind == Kind.POOL:
+                commitment = rec.payload["pool_commitment"]
+                raw = await r.get(f"{keys.base}poolfile:{commitment}")
+                if raw is not None:
+                    pools[commitment] = parse_pool(cast(str, raw).encode())
+        return records, pools
+    finally:
+        await r.aclose()
+
+
+def offline_floors(pools_dir: Path | None) -> Floors:
+    if pools_dir is None:
+        return {}
+    return {
+        p.name[: -len(FLOOR_SUFFIX)]: p.read_bytes() for p in pools_dir.glob(f"*{FLOOR_SUFFIX}")
+    }
+
+
+def offline(export: Path, pools_dir: Path | None) -> tuple[list[AuditRecord], dict[str, Pool]]:
+    records = from_jsonl(export.read_text(encoding="utf-8"))
+    pools: dict[str, Pool] = {}
+    if pools_dir is not None:
+        for path in sorted(pools_dir.glob(f"*{POOL_SUFFIX}")):
+            pool = parse_pool(path.read_bytes())
+            pools[pool.commitment] = pool
+    return records, pools
+
+
+def write_pools(pools: dict[str, Pool], folder: Path, floors: Floors | None = None) -> int:
+    """Write the pool files (and RAPS floor snapshots) an offline check reads; returns
+    how many files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for commitment, pool in pools.items():
+        (folder / f"{commitment}{POOL_SUFFIX}").write_bytes(pool.serialise())
+    for name, raw in (floors or {}).items():
+        (folder / f"{name}{FLOOR_SUFFIX}").write_bytes(raw)
+    return len(pools) + len(floors or {})
+
+
+def _promotion(draw_id: str, path: Path | None, settings: Callable[[], Settings]) -> Promotion:
+    pid = draw_id.split(".", maxsplit=1)[0]
+    if path is not None:
+        return load_promotion(path)
+    found = [p for p in load_promotions(settings().promotions) if p.id == pid]
+    if not found:
+        raise NotFoundError(
+            f"promotion {pid} is not in the promotions folder; name its file with --promotion"
+        )
+    return found[0]
+
+
+def check_floors(
+    records: list[AuditRecord],
+    draw_id: str,
+    pools: dict[str, Pool],
+    floors: Floors,
+    promotion: Promotion,
+) -> list[str]:
+    """One line per RAPS attempt of `draw_id`: its pool recomputed from its floor snapshot
+    ("... ok"), or where it differs ("... FAILED: ...")."""
+    lines = []
+    for rec in _floor_records(records, draw_id):
+        p = rec.payload
+        session = promotion.jackpot_session(str(p["draw_id"]).split(".")[1])
+        rules = rules_of(promotion, session)
+        pool = pools.get(p["pool_commitment"])
+        wrong = check_floor(p, floors.get(floor_name(p)), pool, rules)
+        verdict = "ok: the pool is its eligible players" if wrong is None else f"FAILED: {wrong}"
+        lines.append(f"jackpot {draw_id} attempt {p['round']} floor snapshot: {verdict}")
+    return lines
+
+
+def subject(records: list[AuditRecord], ref: str) -> str:
+    """The audit id of a draw or jackpot: as given, or the one id ending in `.ref`."""
+    ids = {str(r.payload.get("draw_id")) for r in records if "draw_id" in r.payload}
+    if ref in ids:
+        return ref
+    found = sorted(i for i in ids if i.endswith(f".{ref}"))
+    if len(found) != 1:
+        known = ", ".join(sorted(ids)[:20]) or "none"
+        raise NotFoundError(
+            f"the audit trail has {len(found)} draws matching {ref!r}; known ids: {known}"
+        )
+    return found[0]
+
+
+FromOpt = Annotated[
+    Path | None,
+    typer.Option("--from", exists=True, dir_okay=False, help="Audit export (JSON Lines)."),
+]
+PoolsOpt = Annotated[
+    Path | None,
+    typer.Option("--pools", exists=True, file_okay=False, help="Folder of exported pool files."),
+]
+PromotionOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--promotion", exists=True, dir_okay=False, help="The promotion file (RAPS jackpots)."
+    ),
+]
+
+
+def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> None:
+    def load(
+        export: Path | None, pools_dir: Path | None
+    ) -> tuple[list[AuditRecord], dict[str, Pool]]:
+        if export is not None:
+            return offline(export, pools_dir)
+        return asyncio.run(live(settings()))
+
+    @app.command("verify-draw")
+    def verify_draw(
+        draw: Annotated[str, typer.Argument(help="Draw id (promotion.draw) or jackpot id.")],
+        export: FromOpt = None,
+        pools_dir: PoolsOpt = None,
+        promotion: PromotionOpt = None,
+    ) -> None:
+        """Recompute every pick of a draw from its revealed seeds and frozen pools and
+        confirm every winner, or say where it differs (exit 1). For a RAPS jackpot, also
+        recompute each pool from its archived floor snapshot."""
+        records, pools = load(export, pools_dir)
+        draw_id = subject(records, draw)
+        chain = verify_chain(records)
+        typer.echo(safe(f"audit chain: {chain}"))
+        results = evidence(records, draw_id, pools).verify()
+        if not results:
+            typer.echo(safe(f"draw {draw_id}: no picks recorded yet"))
+        for (tombola, number), result in sorted(results.items()):
+            typer.echo(safe(f"draw {draw_id} {tombola} round {number}: {result}"))
+        floor_lines: list[str] = []
+        if _floor_records(records, draw_id):
+            floors = (
+                offline_floors(pools_dir)
+                if export is not None
+                else asyncio.run(live_floors(settings(), records))
+            )
+            terms = _promotion(draw_id, promotion, settings)
+            floor_lines = check_floors(records, draw_id, pools, floors, terms)
+            typer.echo("\n".join(map(safe, floor_lines)))
+        failed = any("FAILED" in line for line in floor_lines)
+        if not chain.ok or not results or not all(v.ok for v in results.values()) or failed:
+            raise typer.Exit(1)
+
+    @app.command("draw-report")
+    def report(
+        draw: Annotated[str, typer.Argument(help="Draw id (promotion.draw) or jackpot id.")],
+        export: FromOpt = None,
+        pools_dir: PoolsOpt = None,
+    ) -> None:
+        """Print the draw report: commitments, picks in draw order with call time and
+        claim outcome, exceptions and overrides."""
+        records, _ = load(export, pools_dir)
+        # an export read from a file is anyone's text: shown, never obeyed, by the terminal
+        typer.echo(safe_lines(draw_report(records, subject(records, draw)).render()), nl=False)

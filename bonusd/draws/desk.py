@@ -1,0 +1,445 @@
+"""The draws of one site against Redis: seeds, books, steps committed with the audit trail.
+
+Keys (all under the site's hash tag):
+
+    seed:{subject}:{tombola}:{round}   string  the round's secret seed (hex), SET NX
+    poolfile:{commitment}              string  an archived round pool (`Pool.serialise`)
+    ledger:{subject}                   list    the draw's audit records (see audit_store)
+    deadlines                          zset    `draw:{subject}` -> its next claim deadline
+    letters                            hash    prize letter number -> subject
+
+A step loads the draw's book (cached; brought up to date from the ledger's tail), runs a
+pure command on it, and commits the entries against the ledger length it read, together
+with the deadline index. A lost race (`StaleLedger`) reloads and decides again; so two
+daemons, or the scheduler and the desk, can never both announce the same pick. Within
+one daemon the cached book is shared by every task (scheduler, desk requests, page
+reads), so each draw has a lock: a load (which replays the ledger's tail into the cached
+book) and a step (whose command changes the book before its commit lands) hold it, and
+no task ever replays the same record twice or sees changes that were not committed.
+
+Reading never writes: `book`, `ticket_list`, `letter` and `verify` read what the ledger
+holds and say what is missing. The entry bin is closed (`close_bin`: entry pool, seats,
+round pools) only by the scheduler at the bin's time, or by the desk's explicit request,
+and never before the scheduled close (`bin_may_close`); running a round closes the bin
+first, so it is refused then too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from redis.asyncio import Redis
+
+from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import Clock
+from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, subject_of
+from bonusd.draws.claims import Actor, ClaimError, Prize
+from bonusd.draws.evidence import evidence
+from bonusd.draws.fairness import Pool, SeedSource, Verification
+from bonusd.draws.ledger import ledger_step, stored_seeds
+from bonusd.draws.poolfile import parse_pool
+from bonusd.draws.rounds import DrawError, RoundKey, TicketList
+from bonusd.errors import NotFoundError
+from bonusd.infra.keys import Keys
+from bonusd.promotions.store import PromotionStore
+from bonusd.registry.records import Member
+
+logger = logging.getLogger(__name__)
+
+Command = Callable[[DrawBook], list[Entry]]
+
+
+class _Excluded(Exception):
+    def __init__(self, cards: list[str]) -> None:
+        self.cards = cards
+
+
+class DrawDesk:
+    """Runs the site's draws: every change is one atomic commit of ledger, chain and index."""
+
+    def __init__(
+        self,
+        *,
+        redis: Redis,
+        keys: Keys,
+        audit: AuditStore,
+        promotions: PromotionStore,
+        clock: Clock,
+        seed_source: SeedSource = secrets.token_bytes,
+        on_deadline_change: Callable[[], None] = lambda: None,
+        on_records: Callable[[str, list[AuditRecord]], Awaitable[None]] | None = None,
+    ) -> None:
+        self.redis, self.keys, self.audit = redis, keys, audit
+        self.promotions, self.clock = promotions, clock
+        self._seed_source = seed_source
+        self._books: dict[str, DrawBook] = {}
+        self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
+        self._pools: dict[str, Pool] = {}
+        self._deadline_changed = on_deadline_change
+        self._on_records = on_records
+
+    # -- keys and plans ---------------------------------------------------------------------
+    def _key(self, *parts: str) -> str:
+        return self.keys.base + ":".join(parts)
+
+    @property
+    def deadlines(self) -> str:
+        return self._key("deadlines")
+
+    def plan(self, promotion_id: str, draw_id: str) -> DrawPlan:
+        promotion, draw = self.promotions.draw(promotion_id, draw_id)
+        return DrawPlan.of(promotion, draw)
+
+    def resolve(self, draw_ref: str) -> tuple[str, str]:
+        """`promotion.draw`, or a bare draw id held by exactly one promotion."""
+        promotion_id, dot, draw_id = draw_ref.rpartition(".")
+        if dot:
+            self.promotions.draw(promotion_id, draw_id)
+            return promotion_id, draw_id
+        owners = [
+            p.id
+            for p in self.promotions.promotions.values()
+            if any(d.id == draw_ref for d in p.draw_list)
+        ]
+        if len(owners) != 1:
+            raise NotFoundError(
+                f"draw {draw_ref!r} is in {len(owners)} promotions; name it as promotion.draw"
+            )
+        return owners[0], draw_ref
+
+    # -- loading ----------------------------------------------------------------------------
+    async def pool_file(self, commitment: str) -> Pool:
+        if commitment not in self._pools:
+            raw = await self.redis.get(self._key("poolfile", commitment))
+            if raw is None:
+                raise DrawError(f"pool file {commitment[:12]}… is missing from Redis")
+            self._pools[commitment] = parse_pool(cast(str, raw).encode())
+        return self._pools[commitment]
+
+    async def _seeds(self, plan: DrawPlan, *, create: bool) -> dict[RoundKey, bytes]:
+        names = [self._key("seed", plan.subject, t, str(r)) for t, r in plan.keys]
+        seeds = await stored_seeds(self.redis, names, create=create, source=self._seed_source)
+        return {k: v for k, v in zip(plan.keys, seeds, strict=True) if v}
+
+    def cached_pool(self, commitment: str) -> Pool:
+        """A pool already read by `pool_file` (or frozen here), for synchronous replays."""
+        return self._pools[commitment]
+
+    def remember_pool(self, pool: Pool) -> None:
+        self._pools[pool.commitment] = pool
+
+    def _lock(self, subject: str) -> asyncio.Lock:
+        return self._locks.setdefault(subject, asyncio.Lock())
+
+    async def book(self, promotion_id: str, draw_id: str) -> DrawBook:
+        """The draw's book, up to date with its ledger. Read it before your next await: a
+        later step extends the same book."""
+        async with self._lock(subject_of(promotion_id, draw_id)):
+            return await self._load(promotion_id, draw_id)
+
+    async def _load(self, promotion_id: str, draw_id: str) -> DrawBook:
+        """`book`, for a caller holding the draw's lock."""
+        plan = self.plan(promotion_id, draw_id)
+        book = self._books.get(plan.subject)
+        length = await self.redis.llen(self.audit.ledger_key(plan.subject))
+        if book is None or book.version > length or book.plan != plan:
+            book = DrawBook(plan)
+        if book.version < length:
+            records = await self.audit.ledger(plan.subject, book.version)
+            for rec in records:
+                if rec.kind == Kind.POOL:
+                    await self.pool_file(rec.payload["pool_commitment"])
+            seeds = await self._seeds(plan, create=False)
+            for rec in records:
+                book.apply(rec, seeds=seeds, pools=self.cached_pool)
+        self._books[plan.subject] = book
+        return book
+
+    async def step(
+        self,
+        promotion_id: str,
+        draw_id: str,
+        command: Command,
+        *,
+        extra: Callable[[Any], None] | None = None,
+        check: Callable[[list[Entry]], Awaitable[None]] | None = None,
+    ) -> list[AuditRecord]:
+        """Run `command` on the book and commit its entries, retrying lost races."""
+        subject = subject_of(promotion_id, draw_id)
+        async with self._lock(subject):  # nobody reads the book while it holds uncommitted steps
+            records = await ledger_step(
+                audit=self.audit,
+                subject=subject,
+                deadlines=self.deadlines,
+                member=f"draw:{subject}",
+                load=lambda: self._load(promotion_id, draw_id),
+                forget=lambda: self._books.pop(subject, None),
+                command=command,
+                extra=extra,
+                check=check,
+            )
+        if records:
+            self._deadline_changed()
+            if self._on_records is not None:
+                await self._on_records(subject, records)
+        return records
+
+    # -- the draw's life --------------------------------------------------------------------
+    async def commit_seeds(self, promotion_id: str, draw_id: str) -> list[AuditRecord]:
+        """Fix and publish every round's seed commitment (at activation opening)."""
+        plan = self.plan(promotion_id, draw_id)
+        seeds = await self._seeds(plan, create=True)
+        now = self.clock.now()
+        return await self.step(
+            promotion_id,
+            draw_id,
+            lambda b: [e for key in plan.keys for e in b.commit_round(key, seeds[key], now)],
+        )
+
+    async def bin_may_close(
+        self, promotion_id: str, draw_id: str, due: dt.datetime | None = None
+    ) -> None:
+        """`BinOpenError` (nothing written) before the bin's scheduled close, unless its
+        entry pool is frozen already (a close cut short: the round pools follow from it).
+        `due`: the instant of the scheduled action asking (its clock has reached it)."""
+        closes = self.promotions.bin_closes_at(promotion_id, draw_id)
+        now = self.clock.now() if due is None else max(self.clock.now(), due)
+        if now >= closes or await self.promotions.pool(promotion_id, draw_id) is not None:
+            return
+        check_bin_closes(
+            subject_of(promotion_id, draw_id),
+            closes,
+            now,
+            "it cannot be closed, nor a round drawn, before then (the scheduler closes it)",
+        )
+
+    async def close_bin(
+        self,
+        promotion_id: str,
+        draw_id: str,
+        actor: Actor = SCHEDULER,
+        *,
+        due: dt.datetime | None = None,
+    ) -> list[AuditRecord]:
+        """Freeze the entry pool (once), seat the leaders and freeze every round's pool;
+        refused before the bin's scheduled close (`bin_may_close`)."""
+        await self.bin_may_close(promotion_id, draw_id, due)
+        await self.commit_seeds(promotion_id, draw_id)
+        book = await self.book(promotion_id, draw_id)
+        if all(book.draw.round(*k).pool is not None for k in book.plan.keys):
+            return []
+        now = self.clock.now()
+        entry_pool = await self.promotions.freeze_pool(promotion_id, draw_id, now)
+        entries = {t.value: entry_pool.entries(t) for t, _ in entry_pool.tombolas}
+        seats = await self.promotions.seats(promotion_id, draw_id)
+        pools: list[Pool] = []
+
+        def command(b: DrawBook) -> list[Entry]:
+            out, frozen = b.close_bin(entries, seats, actor, now)
+            pools[:] = frozen
+            return out
+
+        def archive(pipe: Any) -> None:
+            for pool in pools:
+                pipe.set(self._key("poolfile", pool.commitment), pool.serialise(), nx=True)
+
+        records = await self.step(promotion_id, draw_id, command, extra=archive)
+        for pool in pools:
+            self.remember_pool(pool)
+        return records
+
+    async def _excluded_now(self, entries: list[Entry]) -> None:
+        cards = [e.payload["card"] for e in entries if e.kind in (Kind.PICK, Kind.REDRAW)]
+        if not cards:
+            return
+        rows = cast(list[str | None], await self.redis.hmget(self.keys.member_index, cards))
+        found = [
+            c
+            for c, row in zip(cards, rows, strict=True)
+            if row and Member.from_index(c, row).excluded
+        ]
+        if found:
+            raise _Excluded(found)
+
+    async def _with_exclusions(
+        self,
+        promotion_id: str,
+        draw_id: str,
+        command: Command,
+        extra: Callable[[Any], None] | None = None,
+    ) -> list[AuditRecord]:
+        """Run a picking command; a picked member excluded since the pool froze is recorded
+        as excluded first and passed over, and the picks are made again."""
+        while True:
+            try:
+                return await self.step(
+                    promotion_id, draw_id, command, extra=extra, check=self._excluded_now
+                )
+            except _Excluded as exc:
+                await self.step(promotion_id, draw_id, self._exclusions(exc.cards))
+
+    def _exclusions(self, cards: list[str]) -> Command:
+        now, note = self.clock.now(), "excluded after the pool froze"
+        return lambda b: [e for c in cards for e in b.exclude(c, note, SCHEDULER, now)]
+
+    async def run_round(
+        self,
+        promotion_id: str,
+        draw_id: str,
+        number: int,
+        actor: Actor = SCHEDULER,
+        *,
+        due: dt.datetime | None = None,
+    ) -> list[AuditRecord]:
+        """Draw round `number` (idempotent: a drawn round is left as it is); closes the
+        bin first, so it is refused before the bin's scheduled close."""
+        await self.close_bin(promotion_id, draw_id, actor, due=due)
+        now = self.clock.now()
+        return await self._with_exclusions(
+            promotion_id, draw_id, lambda b: b.run_round(number, actor, now)
+        )
+
+    async def missed(
+        self, promotion_id: str, draw_id: str, number: int, late: dt.timedelta
+    ) -> list[AuditRecord]:
+        """Record that round `number` was not drawn at its time (the daemon was down), so
+        the desk sees it in the report and runs it on demand."""
+        await self.close_bin(promotion_id, draw_id)
+        now = self.clock.now()
+        return await self.step(promotion_id, draw_id, lambda b: b.missed(number, late, now))
+
+    async def accept_ticket(
+        self,
+        promotion_id: str,
+        draw_id: str,
+        key: RoundKey,
+        number: int,
+        *,
+        actor: Actor,
+        printed_pool: str | None = None,
+    ) -> list[AuditRecord]:
+        await self.close_bin(promotion_id, draw_id, actor)
+        now = self.clock.now()
+        return await self._with_exclusions(  # an owner excluded since the freeze is refused
+            promotion_id, draw_id, lambda b: b.accept_ticket(key, number, printed_pool, actor, now)
+        )
+
+    async def act(
+        self, promotion_id: str, draw_id: str, claim_id: int, action: str, actor: Actor, **args: Any
+    ) -> list[AuditRecord]:
+        """A claim action; publishes the seeds of rounds it settles."""
+        now = self.clock.now()
+        letters: dict[str, str] = {}
+
+        def command(b: DrawBook) -> list[Entry]:
+            out = b.act(claim_id, action, actor, now, **args) + b.reveal_seeds(now)
+            letters.clear()
+            letters.update({e.payload["number"]: b.subject for e in out if e.kind is Kind.LETTER})
+            return out
+
+        def index(pipe: Any) -> None:
+            if letters:
+                pipe.hset(self._key("letters"), mapping=letters)
+
+        return await self._with_exclusions(promotion_id, draw_id, command, extra=index)
+
+    async def register_proxy(
+        self, promotion_id: str, draw_id: str, card: str, *, proxy_id: str, name: str, actor: Actor
+    ) -> list[AuditRecord]:
+        now = self.clock.now()
+        return await self.step(
+            promotion_id, draw_id, lambda b: b.register_proxy(card, proxy_id, name, actor, now)
+        )
+
+    async def load_prizes(
+        self,
+        promotion_id: str,
+        draw_id: str,
+        key: RoundKey,
+        prizes: tuple[Prize, ...],
+        actor: Actor,
+    ) -> list[AuditRecord]:
+        await self.commit_seeds(promotion_id, draw_id)
+        now = self.clock.now()
+        return await self.step(
+            promotion_id, draw_id, lambda b: b.load_prizes(key, prizes, actor, now)
+        )
+
+    async def exclude(
+        self, promotion_id: str, draw_id: str, card: str, note: str, actor: Actor
+    ) -> list[AuditRecord]:
+        now = self.clock.now()
+        return await self.step(promotion_id, draw_id, lambda b: b.exclude(card, note, actor, now))
+
+    async def run_due(self, promotion_id: str, draw_id: str) -> int:
+        """Act on every expired claim timer of the draw (no-shows, lapsed letters)."""
+        done = 0
+        while True:
+            book = await self.book(promotion_id, draw_id)
+            due = book.due(self.clock.now())
+            if not due:
+                return done
+            claim_id, action = due[0]
+            try:
+                await self.act(promotion_id, draw_id, claim_id, action, SCHEDULER)
+            except ClaimError:
+                # lost a race: another daemon (or the desk) acted on the claim first
+                if (claim_id, action) in (await self.book(promotion_id, draw_id)).due(
+                    self.clock.now()
+                ):
+                    raise
+                continue
+            done += 1
+
+    async def ticket_list(
+        self, promotion_id: str, draw_id: str, tombola: str, round_no: int
+    ) -> tuple[DrawBook, TicketList]:
+        """A round's numbered ticket list, read only: `NotFoundError` for a round the draw
+        does not have, `DrawError` saying when its pool freezes while it is not frozen."""
+        plan = self.plan(promotion_id, draw_id)
+        if (tombola, round_no) not in plan.keys:
+            have = ", ".join(f"{t} {r}" for t, r in plan.keys)
+            raise NotFoundError(
+                f"draw {plan.subject} has no {tombola} round {round_no}; its rounds: {have}"
+            )
+        book = await self.book(promotion_id, draw_id)
+        rnd = book.draw.rounds.get((tombola, round_no))
+        if rnd is not None and rnd.pool is not None:
+            return book, book.draw.ticket_list(tombola, round_no)
+        closes = self.promotions.bin_closes_at(promotion_id, draw_id)
+        check_bin_closes(plan.subject, closes, self.clock.now(), "the ticket lists exist then")
+        raise DrawError(
+            f"the entry bin of {plan.subject} closed at {closes.isoformat()} but its pools are "
+            "not frozen yet: the leader's scheduler freezes them; if no daemon leads, close it "
+            f"with POST /promotions/{promotion_id}/draws/{draw_id}/close-bin (desk)"
+        )
+
+    async def letter(self, number: str) -> tuple[str, str]:
+        """(promotion, draw) of a prize letter number."""
+        subject = await self.redis.hget(self._key("letters"), number)
+        if subject is None:
+            raise NotFoundError(f"there is no prize letter {number}")
+        return self.resolve(cast(str, subject))
+
+    # -- verification -----------------------------------------------------------------------
+    async def verify(self, draw_ref: str) -> tuple[str, dict[RoundKey, Verification]]:
+        """The chain check and each round's recomputation from the revealed seed and the
+        archived pool, straight from what Redis holds."""
+        promotion_id, draw_id = self.resolve(draw_ref)
+        subject = subject_of(promotion_id, draw_id)
+        records = await self.audit.records()
+        pools = {}
+        for rec in records:
+            if rec.kind == Kind.POOL and rec.payload.get("draw_id") == subject:
+                commitment = rec.payload["pool_commitment"]
+                raw = await self.redis.get(self._key("poolfile", commitment))
+                if raw is not None:
+                    pools[commitment] = parse_pool(cast(str, raw).encode())
+        chain = verify_chain(records)
+        return str(chain), evidence(records, subject, pools).verify()

@@ -1,0 +1,208 @@
+"""A draw's evidence in the audit trail: the payloads its records carry (commitments, seeds,
+pools, picks, claims), the evidence an auditor rebuilds from them, and the draw report.
+The hash chain itself is `bonusd.audit.chain`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bonusd.audit.chain import AuditRecord, ChainCheck, Json, Kind, canonical_json, verify_chain
+from bonusd.draws.claims import Transition
+from bonusd.draws.fairness import (
+    Mismatch,
+    PassedOver,
+    Pick,
+    Pool,
+    SkipReason,
+    Verification,
+)
+from bonusd.draws.rounds import ManualPick, RoundKey, RoundRecord, verify_draw
+
+
+def round_ref(draw_id: str, tombola: str, round_no: int) -> dict[str, Json]:
+    return {"draw_id": draw_id, "tombola": tombola, "round": round_no}
+
+
+def commitment_payload(draw_id: str, key: RoundKey, seed_commitment: str) -> dict[str, Json]:
+    """Kind COMMITMENT: published while the round's bin is open."""
+    return round_ref(draw_id, *key) | {"seed_commitment": seed_commitment}
+
+
+def seed_payload(draw_id: str, key: RoundKey, seed: bytes) -> dict[str, Json]:
+    """Kind SEED_REVEAL: published once the draw is over."""
+    return round_ref(draw_id, *key) | {"seed": seed.hex()}
+
+
+def pool_payload(pool: Pool) -> dict[str, Json]:
+    """Kind POOL; the pool file itself is archived under its commitment."""
+    facts = {"pool_commitment": pool.commitment, "members": pool.members, "tickets": pool.total}
+    return round_ref(pool.draw_id, pool.tombola, pool.round_no) | facts
+
+
+def pick_payload(pool: Pool, pick: Pick) -> dict[str, Json]:
+    """Kind PICK for the round's winners, REDRAW for an alternate after a no-show."""
+    skipped = [
+        {"counter": p.counter, "ticket": p.ticket + 1, "card": p.card, "reason": str(p.reason)}
+        for p in pick.passed_over
+    ]
+    return round_ref(pool.draw_id, pool.tombola, pool.round_no) | {
+        "number": pick.number,
+        "counter": pick.counter,
+        "ticket": pick.ticket_number,
+        "card": pick.card,
+        "passed_over": skipped,
+    }
+
+
+def manual_pick_payload(draw_id: str, key: RoundKey, pick: ManualPick) -> dict[str, Json]:
+    fields = {"number": pick.number, "ticket": pick.ticket_number, "card": pick.card}
+    return round_ref(draw_id, *key) | fields | {"manual": True}
+
+
+def claim_payload(draw_id: str, card: str, move: Transition) -> dict[str, Json]:
+    """Kind CLAIM: one transition of a claim (draw or RAPS jackpot id as `draw_id`)."""
+    return {
+        "draw_id": draw_id,
+        "card": card,
+        "claim": move.subject,
+        "action": move.action,
+        "from": move.before,
+        "to": move.after,
+        "detail": dict(move.detail),
+    }
+
+
+def pick_from_payload(payload: Mapping[str, Json]) -> Pick:
+    skipped = tuple(
+        PassedOver(p["counter"], p["ticket"] - 1, p["card"], SkipReason(p["reason"]))
+        for p in payload["passed_over"]
+    )
+    return Pick(
+        payload["number"], payload["counter"], payload["ticket"] - 1, payload["card"], skipped
+    )
+
+
+@dataclass
+class Evidence:
+    """One draw's rounds rebuilt from the audit log, ready for `draws.verify_draw`."""
+
+    rounds: list[RoundRecord] = field(default_factory=list)
+    order: list[tuple[RoundKey, int]] = field(default_factory=list)
+    seated: set[str] = field(default_factory=set)
+    excluded: set[str] = field(default_factory=set)
+    manual: dict[RoundKey, list[ManualPick]] = field(default_factory=dict)
+    missing: dict[RoundKey, str] = field(default_factory=dict)  # rounds that cannot be checked
+
+    def verify(self) -> dict[RoundKey, Verification]:
+        """`verify_draw`, with a failed verification for each round lacking evidence."""
+        ev = (self.rounds, self.order)
+        result = verify_draw(*ev, seated=self.seated, excluded=self.excluded, manual=self.manual)
+        for key, why in self.missing.items():
+            result[key] = Verification(0, (Mismatch("evidence", None, "seed and pool", why),))
+        return result
+
+
+def evidence(records: Sequence[AuditRecord], draw_id: str, pools: Mapping[str, Pool]) -> Evidence:
+    """Rebuild the electronic rounds of `draw_id`; `pools` maps each recorded pool
+    commitment to the pool read from the archive (`parse_pool`)."""
+    ev, seen = Evidence(), [r for r in records if r.payload.get("draw_id") == draw_id]
+    facts: dict[RoundKey, dict[str, Any]] = {}
+    for rec in seen:
+        p = rec.payload
+        key = (p.get("tombola", ""), p.get("round", 0))
+        if rec.kind in (Kind.COMMITMENT, Kind.POOL, Kind.SEED_REVEAL):
+            facts.setdefault(key, {"picks": []}).update(p)
+        elif rec.kind in (Kind.PICK, Kind.REDRAW) and p.get("manual"):
+            ev.manual.setdefault(key, []).append(ManualPick(p["number"], p["ticket"], p["card"]))
+            ev.order.append((key, p["number"]))
+        elif rec.kind in (Kind.PICK, Kind.REDRAW):
+            facts.setdefault(key, {"picks": []})["picks"].append(pick_from_payload(p))
+            ev.order.append((key, p["number"]))
+        elif rec.kind in (Kind.SEAT, Kind.EXCLUSION):
+            (ev.seated if rec.kind == Kind.SEAT else ev.excluded).add(p["card"])
+    for key, f in facts.items():
+        pool = pools.get(f.get("pool_commitment", ""))
+        if f["picks"] and ("seed" not in f or pool is None):
+            ev.missing[key] = "no seed_reveal record" if "seed" not in f else "no pool file"
+        elif f["picks"] and pool is not None:
+            commits = (f.get("seed_commitment", ""), f["pool_commitment"])
+            seed = bytes.fromhex(f["seed"])
+            ev.rounds.append(RoundRecord(pool, seed, *commits, tuple(f["picks"])))
+    return ev
+
+
+# -- the draw report -------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReportLine:
+    called_at: str
+    where: str  # tombola, round and pick number, e.g. "slots r1 #2"
+    ticket: int
+    card: str
+    how: str  # "pick", "redraw" or "manual"
+    outcome: str  # the claim's last state
+
+
+@dataclass(frozen=True)
+class DrawReport:
+    draw_id: str
+    chain: ChainCheck
+    commitments: list[str] = field(default_factory=list)
+    picks: list[ReportLine] = field(default_factory=list)
+    exceptions: list[str] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        out = [f"DRAW REPORT {self.draw_id}", f"audit chain: {self.chain}", "", "COMMITMENTS"]
+        out += [f"  {c}" for c in self.commitments] or ["  none"]
+        out += ["", "PICKS IN DRAW ORDER"]
+        out += [
+            f"  {n:>3}  {p.called_at}  {p.where}  ticket {p.ticket}  card {p.card}"
+            f"  {p.how} -> {p.outcome}"
+            for n, p in enumerate(self.picks, 1)
+        ] or ["  none"]
+        for title, items in (("EXCEPTIONS", self.exceptions), ("OVERRIDES", self.overrides)):
+            out += ["", title] + ([f"  {x}" for x in items] or ["  none"])
+        return "\n".join(out) + "\n"
+
+
+def draw_report(records: Sequence[AuditRecord], draw_id: str) -> DrawReport:
+    """Build the report of one draw (or RAPS jackpot) from the whole audit log."""
+    report = DrawReport(draw_id, verify_chain(records))
+    outcome: dict[str, str] = {}
+    for rec in records:
+        p = rec.payload
+        if p.get("draw_id") == draw_id and rec.kind == Kind.CLAIM:
+            outcome[p["card"]] = p["to"]
+    for rec in records:
+        p, when = rec.payload, f"{rec.time} by {rec.actor}"
+        if rec.kind == Kind.RULE_CHANGE:  # rule changes apply promotion-wide
+            report.overrides.append(f"{when}: rule change {canonical_json(p).decode()}")
+        if p.get("draw_id") != draw_id:
+            continue
+        where = f"{p.get('tombola', '')} r{p.get('round', '')}"
+        if rec.kind == Kind.COMMITMENT:
+            report.commitments.append(f"{rec.time} {where} seed {p['seed_commitment']}")
+        elif rec.kind == Kind.POOL:
+            report.commitments.append(
+                f"{rec.time} {where} pool {p['pool_commitment']}"
+                f" ({p['members']} members, {p['tickets']} tickets)"
+            )
+        elif rec.kind in (Kind.PICK, Kind.REDRAW):
+            how = "manual" if p.get("manual") else str(rec.kind)
+            result = outcome.get(p["card"], "no claim recorded")
+            line = (rec.time, f"{where} #{p['number']}", p["ticket"], p["card"], how, result)
+            report.picks.append(ReportLine(*line))
+            for s in p.get("passed_over", []):
+                if s["reason"] != SkipReason.ALREADY_PICKED:
+                    report.exceptions.append(f"{rec.time} {where}: card {s['card']} {s['reason']}")
+            if rec.kind == Kind.REDRAW:
+                report.exceptions.append(f"{rec.time} {where}: redraw, pick {p['number']}")
+        elif rec.kind == Kind.CLAIM and p["to"] in ("no_show", "lapsed", "not_owner", "reselected"):
+            report.exceptions.append(f"{when}: {p['claim']} card {p['card']} {p['to']}")
+        elif rec.kind == Kind.EXCEPTION:
+            report.exceptions.append(f"{when}: {p.get('note', '')}")
+        elif rec.kind in (Kind.OVERRIDE, Kind.EXCLUSION, Kind.SEAT):
+            report.overrides.append(f"{when}: {rec.kind} {canonical_json(p).decode()}")
+    return report

@@ -1,0 +1,281 @@
+"""The live floor in Redis: atomic application of event batches, and the floor's queries.
+
+One Lua script call applies a whole batch (events and dead letters) atomically and
+idempotently by event id; everything else here is a read or an import.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, cast
+
+import msgspec
+from redis.asyncio import Redis
+
+from bonusd.floor.accounting import PromotionBook
+from bonusd.floor.effects import Effects
+from bonusd.floor.rules import dedup_bucket, describe
+from bonusd.floor.telemetry import FloorEvent, Reason
+from bonusd.infra.keys import Keys
+from bonusd.registry.records import Device, Member
+
+DAY_FIELDS = (
+    "slots_points",
+    "tables_points",
+    "spend_cents",
+    "slots_spend_cents",
+    "tables_spend_cents",
+    "win_cents",
+    "games",
+    "ratings",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    reason: Reason
+    topic: str
+    payload: bytes
+    detail: str
+    arrived_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    applied: int
+    duplicates: int
+    dead_letters: int
+
+
+IMPORT_BATCH = 5_000  # members per atomic write of an import (one MULTI/EXEC each)
+
+_json = msgspec.json.Encoder()
+
+
+def _script(name: str) -> str:
+    return resources.files("bonusd").joinpath("lua", name).read_text(encoding="utf-8")
+
+
+def _logged(name: str) -> str:
+    """A script that writes floor-row, with the change log's function before it."""
+    return _script("rowlog.lua") + _script(name)
+
+
+class FloorStore:
+    """Reads and writes one site's floor. `redis` must decode responses to `str`."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        keys: Keys,
+        *,
+        dedup_ttl_s: int,
+        deadletter_maxlen: int,
+        deadletter_payload_bytes: int,
+        book: PromotionBook | None = None,
+    ) -> None:
+        self.redis = redis
+        self.book = book or PromotionBook(())
+        self.keys = keys
+        self._dedup_ttl = str(dedup_ttl_s)
+        self._dl_maxlen = str(deadletter_maxlen)
+        self._dl_bytes = deadletter_payload_bytes
+        # the scripts that write floor-row keep its change log (lua/rowlog.lua)
+        self._apply = redis.register_script(_logged("apply.lua"))
+        self._sweep = redis.register_script(_logged("sweep.lua"))
+        self._member_rows = _logged("member_rows.lua")
+        self._reindex = redis.register_script(_logged("reindex.lua"))
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def apply_batch(self, events: list[FloorEvent], dead: list[DeadLetter]) -> BatchResult:
+        """Apply `events` and record `dead` in one atomic step; each event id applies once."""
+        letters = [
+            [
+                d.reason.value,
+                d.topic,
+                d.payload[: self._dl_bytes].decode("utf-8", "backslashreplace"),
+                d.detail[:500],
+                str(d.arrived_ms),
+            ]
+            for d in dead
+        ]
+        fresh: list[FloorEvent] = []
+        seen: set[str] = set()
+        for e in events:  # the same id twice in one batch: the second is a duplicate
+            if e.id not in seen:
+                seen.add(e.id)
+                fresh.append(e)
+        while True:
+            fx = Effects()
+            for e in fresh:
+                describe(e, fx)
+                self.book.describe(e, fx)
+            ids = [[e.id, str(dedup_bucket(e))] for e in fresh]
+            args: list[str | bytes] = [
+                self.keys.base,
+                self._dedup_ttl,
+                self._dl_maxlen,
+                _json.encode(ids),
+                _json.encode(fx.payload()),
+                _json.encode(letters),
+                str(len(events) - len(fresh)),
+            ]
+            reply = await self._apply(keys=[self.keys.stats], args=args)
+            if reply[0] == "ok":
+                break
+            # some were applied before (redelivery): drop them and apply the rest
+            repeated = {int(n) - 1 for n in reply[1:]}
+            fresh = [e for n, e in enumerate(fresh) if n not in repeated]
+        return BatchResult(len(fresh), len(events) - len(fresh), len(dead))
+
+    async def sweep_idle(
+        self, now: dt.datetime, idle_timeout_s: int, limit: int = 500
+    ) -> list[str]:
+        """End sessions with no event since `idle_timeout_s` before `now` (lost card-outs)."""
+        cutoff = int(now.timestamp() * 1000) - idle_timeout_s * 1000
+        ended: list[str] = await self._sweep(
+            keys=[self.keys.lastseen], args=[self.keys.base, str(cutoff), str(limit)]
+        )
+        return ended
+
+    async def import_members(
+        self,
+        members: list[Member],
+        *,
+        batch_size: int = IMPORT_BATCH,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Create or update members in batches of `batch_size`, each one transaction (a
+        member is written whole or not at all; a failed import can simply be run again),
+        with the tier and exclusion of those on the floor refreshed in their `floor-row`.
+        `progress` is told how many members each batch wrote. Returns how many in all."""
+        if batch_size < 1:
+            raise ValueError("the import batch size is at least 1")
+        for start in range(0, len(members), batch_size):
+            part = members[start : start + batch_size]
+            async with self.redis.pipeline(transaction=True) as pipe:
+                for m in part:
+                    key = self.keys.member(m.card)
+                    pipe.delete(key)
+                    pipe.hset(key, mapping=cast(Mapping[Any, Any], m.to_redis()))
+                    pipe.hset(self.keys.member_index, m.card, m.to_index())
+                    pipe.sadd(self.keys.members, m.card)
+                    pipe.srem(self.keys.unregistered, m.card)
+                rows = [self.keys.floor_row, self.keys.member_index]
+                # EVAL, not the Script's EVALSHA: Redis Cluster pipelines refuse EVALSHA
+                cards = [m.card for m in part]
+                pipe.eval(self._member_rows, len(rows), *rows, self.keys.base, *cards)
+                await pipe.execute()
+            if progress is not None:
+                progress(len(part))
+        return len(members)
+
+    async def reindex_floor(
+        self,
+        day: dt.date,
+        *,
+        batch_size: int = 1_000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Rebuild `floor-place`, `floor-row` and the day spend RAPS reads from the session
+        hashes of the cards on the floor (data written before those indexes existed), and
+        drop the entries of cards no longer on it; `day` is the gaming day of a session that
+        does not record one (today's). Idempotent, and safe beside a running ingest: each
+        batch of cards is one atomic script call that reads the sessions as they are then.
+        Returns how many cards are on the floor."""
+        cards = set(cast(list[str], await self.redis.zrange(self.keys.lastseen, 0, -1)))
+        cards |= set(cast(list[str], await self.redis.hkeys(self.keys.floor_row)))
+        cards |= set(cast(list[str], await self.redis.hkeys(self.keys.floor_place)))
+        ordered, active = sorted(cards), 0
+        for start in range(0, len(ordered), batch_size):
+            part = ordered[start : start + batch_size]
+            args = [self.keys.base, day.isoformat(), *part]
+            active += int(await self._reindex(keys=[self.keys.floor_row], args=args))
+            if progress is not None:
+                progress(len(part))
+        await self.redis.delete(self.keys.base + "floor-lastplay")  # retired: floor-row has it
+        return active
+
+    async def import_devices(self, devices: list[Device]) -> int:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for d in devices:
+                pipe.hset(self.keys.device(d.device), mapping=cast(Mapping[Any, Any], d.to_redis()))
+                pipe.sadd(self.keys.devices, d.device)
+            await pipe.execute()
+        return len(devices)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def _hash(self, key: str) -> dict[str, str]:
+        return cast(dict[str, str], await self.redis.hgetall(key))
+
+    async def member(self, card: str) -> Member | None:
+        raw = await self._hash(self.keys.member(card))
+        return Member.from_redis(raw) if raw else None
+
+    async def is_unregistered(self, card: str) -> bool:
+        return bool(await self.redis.sismember(self.keys.unregistered, card))
+
+    async def session(self, card: str) -> dict[str, Any] | None:
+        raw = await self._hash(self.keys.session(card))
+        return _session(card, raw) if raw else None
+
+    async def active(
+        self, *, area: str | None = None, kind: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Who is active now, optionally in one area and of one device kind."""
+        index = cast(set[str], await self.redis.smembers(self.keys.active_index))
+        wanted = []
+        for rel in sorted(index):
+            _, k, a = rel.split(":", 2)
+            if (kind is None or k == kind) and (area is None or a == area):
+                wanted.append(self.keys.base + rel)
+        cards: list[str] = []
+        for key in wanted:
+            cards += cast(list[str], await self.redis.zrange(key, 0, -1))
+        if not cards:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for card in cards:
+                pipe.hgetall(self.keys.session(card))
+            raws: list[dict[str, str]] = await pipe.execute()
+        return [_session(c, r) for c, r in zip(cards, raws, strict=True) if r]
+
+    async def member_day(self, card: str, day: dt.date) -> dict[str, Any]:
+        raw = await self._hash(self.keys.day(day.isoformat(), card))
+        out: dict[str, Any] = {f: int(raw.get(f, 0)) for f in DAY_FIELDS}
+        out["visit"] = raw.get("visit") == "1"
+        return out
+
+    async def deadletters(self, count: int = 100) -> list[dict[str, str]]:
+        """The newest dead letters first."""
+        rows = cast(
+            list[tuple[str, dict[str, str]]],
+            await self.redis.xrevrange(self.keys.deadletters, count=count),
+        )
+        return [{"id": rid, **fields} for rid, fields in rows]
+
+    async def stats(self) -> dict[str, int]:
+        raw = await self._hash(self.keys.stats)
+        return {k: int(v) for k, v in raw.items() if v.lstrip("-").isdigit()}
+
+
+def _session(card: str, raw: dict[str, str]) -> dict[str, Any]:
+    def when(field: str) -> str | None:
+        ms = int(raw.get(field, "0") or 0)
+        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat() if ms else None
+
+    return {
+        "card": card,
+        "kind": raw.get("kind", ""),
+        "device": raw.get("device", ""),
+        "seat": int(raw["seat"]) if raw.get("seat") else None,
+        "area": raw.get("area", ""),
+        "since": when("since"),
+        "last_play": when("last_play"),
+        "last_seen": when("last_seen"),
+    }

@@ -1,0 +1,390 @@
+"""One RAPS session's book: its state rebuilt from its ledger, and the steps that extend it.
+
+A session's ledger (subject `promotion.session`) holds every record of its jackpots: the
+seed commitments, the decline register, each jackpot's pool (one ticket per eligible card,
+with the counts per reason the others were left out and the SHA-256 of the archived
+eligibility report), picks, reselections (`REDRAW`, the next pick of the same stream),
+claim moves, empty-pool exceptions and seed reveals. Jackpot `n` is `{subject}.j{n}`,
+the `draw_id` of its records, in tombola `raps`; a retry after an empty pool freezes a
+new pool with round = attempt number, under the same committed seed.
+
+As in `drawbook`, `apply` redoes the step of each record and raises `LedgerError` when it
+does not give the recorded payload. Commands return the `Entry`s to commit. Pure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from bonusd.audit.chain import AuditRecord, Entry, Json, Kind, utc_text
+from bonusd.draws import evidence
+from bonusd.draws.book import SCHEDULER, LedgerError, PoolFiles, actor_text, parse_actor, parse_time
+from bonusd.draws.claims import Actor, ClaimError
+from bonusd.draws.evidence import round_ref
+from bonusd.draws.fairness import Pool, commit_seed
+from bonusd.errors import BonusdError
+from bonusd.promotions.kinds import EmptyPoolAction
+from bonusd.raps.plan import Due, JackpotState, SessionPlan, jackpot_number
+from bonusd.raps.rules import (
+    RAPS_TOMBOLA,
+    DeclineRegister,
+    Jackpot,
+    RapsClaim,
+    RapsClaimState,
+    RapsError,
+)
+from bonusd.raps.snapshot import FloorSnapshot, Judgement, instant_ms, judge
+
+Floors = Callable[[str, int], FloorSnapshot]
+"""(jackpot id, attempt) -> the archived floor snapshot it was judged from."""
+SIMPLE_MOVES = frozenset(RapsClaim.RULES) - {"declined_register", "reselect"}  # no register
+
+
+class RapsBook:
+    """The state of one RAPS session: register, jackpots, claims."""
+
+    def __init__(self, plan: SessionPlan) -> None:
+        self.plan = plan
+        self.subject = plan.subject
+        self.register = DeclineRegister(
+            plan.subject, opens_at=plan.register_opens, starts_at=plan.starts_at
+        )
+        self.jackpots = {
+            n: JackpotState(n, at, f"{plan.subject}.j{n}") for n, at in enumerate(plan.times, 1)
+        }
+        self.claims: dict[int, RapsClaim] = {}
+        self.claim_jackpot: dict[int, int] = {}
+        self.version = 0
+
+    # -- replay -----------------------------------------------------------------------------
+    def apply(
+        self,
+        rec: AuditRecord,
+        *,
+        seeds: Mapping[int, bytes],
+        pools: PoolFiles,
+        floors: Floors,
+    ) -> None:
+        """Redo the step of one ledger record and check it gives the recorded payload."""
+        try:
+            got = self._replay(rec, seeds, pools, floors)
+            problem = f"says {rec.payload}, but replaying it gives {got}"
+        except (BonusdError, KeyError, ValueError) as exc:
+            got, problem = None, f"cannot be replayed: {exc}"
+        if got != rec.payload:
+            raise LedgerError(f"{self.subject}: ledger record {rec.seq} ({rec.kind}) {problem}")
+        self.version += 1
+
+    def _replay(
+        self, rec: AuditRecord, seeds: Mapping[int, bytes], pools: PoolFiles, floors: Floors
+    ) -> dict[str, Json]:
+        kind, p = Kind(rec.kind), rec.payload
+        at, actor = parse_time(rec.time), parse_actor(rec.actor)
+        if kind is Kind.DECLINE:
+            return self._decline(p["card"], actor, at)
+        n = jackpot_number(p["draw_id"])
+        if kind is Kind.COMMITMENT:
+            return self._commit(n, seeds[n], late=p.get("late", False))
+        if kind is Kind.POOL:
+            jid = self.jackpot(n).jackpot_id
+            return self._pool(n, pools(p["pool_commitment"]), floors(jid, p["round"]))
+        if kind in (Kind.PICK, Kind.REDRAW):
+            return self._pick(n)
+        if kind is Kind.CLAIM and p["action"] == "created":
+            return self._create(n, p["card"], actor, at)
+        if kind is Kind.CLAIM:
+            return self._move(int(p["claim"].split()[-1]), p["action"], actor, at)
+        if kind is Kind.EXCEPTION and p.get("event") == "empty_pool":
+            return self._empty(n, at)
+        if kind is Kind.EXCEPTION and p.get("event") == "missed":
+            return self._missed(n, p["note"])
+        if kind is Kind.EXCEPTION:
+            return self._nobody_left(n)
+        if kind is Kind.SEED_REVEAL:
+            return self._reveal(n)
+        if kind is Kind.EXCLUSION:
+            return self._exclude(n, p["card"], p["note"])
+        raise ValueError(f"a RAPS session ledger holds no {kind} records")
+
+    # -- steps: each returns the payload it records ---------------------------------------
+    def jackpot(self, number: int) -> JackpotState:
+        self.plan.at(number)
+        return self.jackpots[number]
+
+    def _live(self, n: int) -> tuple[JackpotState, Jackpot, Pool]:
+        st = self.jackpot(n)
+        if st.jackpot is None or st.jackpot.pool is None:
+            raise RapsError(f"jackpot {st.jackpot_id} has not run yet: it has no pool")
+        return st, st.jackpot, st.jackpot.pool
+
+    def _commit(self, n: int, seed: bytes, *, late: bool) -> dict[str, Json]:
+        st = self.jackpot(n)
+        if st.seed is not None:
+            raise RapsError(f"jackpot {st.jackpot_id}: its seed is committed already")
+        st.seed = seed
+        out = evidence.commitment_payload(st.jackpot_id, (RAPS_TOMBOLA, 1), commit_seed(seed))
+        return out | {"late": True} if late else out
+
+    def _decline(self, card: str, actor: Actor, at: dt.datetime) -> dict[str, Json]:
+        if not self.plan.session.decline_register:
+            raise RapsError(f"RAPS session {self.subject} has no decline register")
+        self.register.sign(card, actor, at)
+        return {"draw_id": self.subject, "card": card}
+
+    def _pool(
+        self, n: int, pool: Pool, floor: FloorSnapshot, verdict: Judgement | None = None
+    ) -> dict[str, Json]:
+        st = self.jackpot(n)
+        if st.seed is None:
+            raise RapsError(f"jackpot {st.jackpot_id}: commit its seed before the pool")
+        k = st.attempt + 1
+        verdict = verdict or judge(floor, self.plan.rules)
+        if verdict.eligible != pool.cards or pool.round_no != k:
+            raise RapsError(
+                f"jackpot {st.jackpot_id}: the pool file of attempt {k} is not the eligible "
+                "players of its archived floor snapshot; restore both from the backup"
+            )
+        st.attempt = k
+        st.jackpot = Jackpot(st.jackpot_id, seed=st.seed)
+        st.jackpot.restore(pool)
+        st.floor = floor.lean()
+        st.retry_at = None
+        counts = {"eligible": pool.members, "ineligible": verdict.ineligible}
+        st.summary = {"attempt": k, **counts, "reasons": dict(verdict.reasons())}
+        extra = {"seed_commitment": commit_seed(st.seed), "floor_sha256": floor.sha256}
+        return evidence.pool_payload(pool) | extra | st.summary
+
+    def _pick(self, n: int) -> dict[str, Json]:
+        st, jackpot, pool = self._live(n)
+        pick = jackpot.next_pick()
+        if pick is None:
+            raise RapsError(f"jackpot {st.jackpot_id}: nobody is left in the pool to pick")
+        return evidence.pick_payload(pool, pick)
+
+    def _create(self, n: int, card: str, actor: Actor, at: dt.datetime) -> dict[str, Json]:
+        st = self.jackpot(n)
+        assert st.jackpot is not None
+        assert st.floor is not None
+        where = st.floor.place(card)
+        claim_id = len(self.claims) + 1
+        claim = RapsClaim(
+            claim_id,
+            jackpot_id=st.jackpot_id,
+            card=card,
+            device=where["device"],
+            area=where["area"],
+            bank=where["bank"],
+            alerted_at=at,
+            actor=actor,
+            claim_time=dt.timedelta(seconds=self.plan.session.claim_seconds),
+        )
+        self.claims[claim_id] = claim
+        self.claim_jackpot[claim_id] = n
+        st.claims.append(claim_id)
+        detail = {k: where[k] for k in ("device", "area", "bank", "seat")}
+        detail |= {"pick": str(len(st.jackpot.picks)), "prizes": str(st.prizes)}
+        return evidence.claim_payload(st.jackpot_id, card, replace(claim.history[0], detail=detail))
+
+    def _move(self, claim_id: int, action: str, actor: Actor, at: dt.datetime) -> dict[str, Json]:
+        claim = self.claim(claim_id)
+        if action in SIMPLE_MOVES:
+            move = getattr(claim, action)(actor, at)
+        elif action in ("declined_register", "reselect"):
+            move = getattr(claim, action)(actor, at, self.register)
+        else:
+            known = ", ".join(sorted(RapsClaim.RULES))
+            raise ClaimError(f"{claim.subject}: there is no action {action!r} (one of {known})")
+        return evidence.claim_payload(claim.jackpot_id, claim.card, move)
+
+    def _empty(self, n: int, at: dt.datetime) -> dict[str, Json]:
+        """Nobody eligible: retry later, then skip or carry the prize to the next jackpot."""
+        st, _, pool = self._live(n)
+        if pool.members:
+            raise RapsError(f"jackpot {st.jackpot_id}: its pool is not empty")
+        out = round_ref(st.jackpot_id, RAPS_TOMBOLA, st.attempt) | {"event": "empty_pool"}
+        rule = self.plan.session.empty_pool
+        tries = f"attempt {st.attempt} of {rule.retries + 1}"
+        note = f"jackpot {st.jackpot_id}: nobody eligible at {utc_text(at)} ({tries})"
+        if st.attempt <= rule.retries:
+            st.retry_at = at + dt.timedelta(seconds=rule.retry_seconds)
+            return out | {"retry_at": utc_text(st.retry_at), "note": f"{note}; retrying"}
+        later = [j for j in self.jackpots.values() if j.number > n and j.attempt == 0]
+        if rule.then is EmptyPoolAction.CARRY_OVER and later:
+            st.outcome = "carried_over"
+            later[0].prizes += st.prizes
+            note += f"; {st.prizes} prize(s) carried over to {later[0].jackpot_id}"
+            return out | {"then": "carry_over", "carried_to": later[0].jackpot_id, "note": note}
+        st.outcome = "skipped"
+        return out | {"then": "skip", "note": f"{note}; the jackpot is not awarded"}
+
+    def _exclude(self, n: int, card: str, note: str) -> dict[str, Json]:
+        """A member excluded since the pool froze: passed over by every later pick."""
+        st, jackpot, _ = self._live(n)
+        if card in st.excluded:
+            raise RapsError(f"jackpot {st.jackpot_id}: card {card} is excluded already")
+        st.excluded.add(card)
+        jackpot.exclude(card)
+        return {"draw_id": st.jackpot_id, "card": card, "note": note}
+
+    def _nobody_left(self, n: int) -> dict[str, Json]:
+        st, jackpot, _ = self._live(n)
+        if not jackpot.exhausted:
+            raise RapsError(f"jackpot {st.jackpot_id}: players are left to reselect")
+        st.outcome = "nobody_left"
+        note = f"jackpot {st.jackpot_id}: every eligible player was selected or excluded"
+        out = {"event": "nobody_left", "note": note}
+        return round_ref(st.jackpot_id, RAPS_TOMBOLA, st.attempt) | out
+
+    def _missed(self, n: int, note: str) -> dict[str, Json]:
+        st = self.jackpot(n)
+        if st.attempt:
+            raise RapsError(f"jackpot {st.jackpot_id} has run: it was not missed")
+        st.exceptions.append({"event": "missed"})
+        return round_ref(st.jackpot_id, RAPS_TOMBOLA, 0) | {"event": "missed", "note": note}
+
+    def _reveal(self, n: int) -> dict[str, Json]:
+        st = self.jackpot(n)
+        if st.revealed or st.jackpot is None or not self.settled(n):
+            raise RapsError(f"jackpot {st.jackpot_id}: its seed cannot be revealed now")
+        st.revealed = True
+        return evidence.seed_payload(
+            st.jackpot_id, (RAPS_TOMBOLA, st.attempt), st.jackpot.reveal_seed()
+        )
+
+    # -- commands -------------------------------------------------------------------------
+    def _entry(self, kind: Kind, payload: dict[str, Json], actor: Actor, at: dt.datetime) -> Entry:
+        self.version += 1
+        return Entry(at, actor_text(actor), kind, payload)
+
+    def claim(self, claim_id: int) -> RapsClaim:
+        try:
+            return self.claims[claim_id]
+        except KeyError:
+            raise ClaimError(f"RAPS session {self.subject} has no claim {claim_id}") from None
+
+    def commit_seeds(self, seeds: Mapping[int, bytes], at: dt.datetime) -> list[Entry]:
+        """Record each jackpot's seed commitment; `late` when made after its time."""
+        out = []
+        for n, st in self.jackpots.items():
+            if st.seed is None:
+                payload = self._commit(n, seeds[n], late=at > st.at)
+                out.append(self._entry(Kind.COMMITMENT, payload, SCHEDULER, at))
+        return out
+
+    def missed(self, n: int, late: dt.timedelta, at: dt.datetime) -> list[Entry]:
+        """Record that jackpot `n` did not run at its time (the daemon was down longer than
+        the grace): the desk runs it on demand or decides otherwise. Once per jackpot."""
+        st = self.jackpot(n)
+        noted = any(e.get("event") == "missed" for e in st.exceptions)
+        if st.attempt or noted:
+            return []
+        note = (
+            f"jackpot {st.jackpot_id} not run at {utc_text(st.at)}: the daemon was down for "
+            f"{late}; the desk runs it"
+        )
+        return [self._entry(Kind.EXCEPTION, self._missed(n, note), SCHEDULER, at)]
+
+    def exclude(self, jackpot_id: str, card: str, actor: Actor, at: dt.datetime) -> list[Entry]:
+        """Record that `card` was excluded after jackpot `jackpot_id`'s pool froze (once)."""
+        n = jackpot_number(jackpot_id)
+        st = self.jackpot(n)
+        if card in st.excluded or st.jackpot is None or st.jackpot.pool is None:
+            return []
+        payload = self._exclude(n, card, "excluded after the pool froze")
+        return [self._entry(Kind.EXCLUSION, payload, actor, at)]
+
+    def sign_decline(self, card: str, actor: Actor, at: dt.datetime) -> list[Entry]:
+        return [self._entry(Kind.DECLINE, self._decline(card, actor, at), actor, at)]
+
+    def selectable(self, n: int, at: dt.datetime) -> bool:
+        """The jackpot is to run now: its first attempt, or a retry that is due."""
+        st = self.jackpot(n)
+        if st.outcome or st.claims:
+            return False
+        if st.attempt == 0:
+            return True
+        return st.retry_at is not None and at >= st.retry_at
+
+    def select(
+        self, n: int, floor: FloorSnapshot, actor: Actor, at: dt.datetime
+    ) -> tuple[list[Entry], list[tuple[Pool, FloorSnapshot]]]:
+        """Freeze the pool of players eligible on `floor` (the snapshot at `at`) and alert
+        the crew to the winner (or record the empty pool); returns the entries and the
+        (pool, floor snapshot) to archive. Idempotent: a jackpot run already (and no
+        retry due) gives nothing."""
+        st = self.jackpot(n)
+        if not self.selectable(n, at):
+            return [], []
+        if at < st.at:
+            raise RapsError(f"jackpot {st.jackpot_id} is at {utc_text(st.at)}; not before")
+        if floor.at_ms != instant_ms(at):
+            raise RapsError(f"jackpot {st.jackpot_id}: the floor snapshot is not of {utc_text(at)}")
+        verdict = judge(floor, self.plan.rules)
+        one_each = np.ones(len(verdict.eligible), dtype=np.int64)  # cards sorted already
+        pool = Pool(st.jackpot_id, RAPS_TOMBOLA, st.attempt + 1, verdict.eligible, one_each)
+        out = [self._entry(Kind.POOL, self._pool(n, pool, floor, verdict), actor, at)]
+        if pool.members == 0:
+            out.append(self._entry(Kind.EXCEPTION, self._empty(n, at), actor, at))
+        else:
+            out += self._announce(Kind.PICK, n, actor, at)
+        return out + self.reveal_seeds(at), [(pool, floor)]
+
+    def _announce(self, kind: Kind, n: int, actor: Actor, at: dt.datetime) -> list[Entry]:
+        pick = self._entry(kind, self._pick(n), actor, at)
+        created = self._create(n, pick.payload["card"], actor, at)
+        return [pick, self._entry(Kind.CLAIM, created, actor, at)]
+
+    def act(self, claim_id: int, action: str, actor: Actor, at: dt.datetime) -> list[Entry]:
+        """One claim action; a card not its holder's, or a reselection, alerts the crew to
+        the next pick of the jackpot's stream (or records that nobody is left)."""
+        out = [self._entry(Kind.CLAIM, self._move(claim_id, action, actor, at), actor, at)]
+        claim, n = self.claims[claim_id], self.claim_jackpot[claim_id]
+        if claim.state is RapsClaimState.NOT_OWNER:
+            move = self._move(claim_id, "reselect", actor, at)
+            out.append(self._entry(Kind.CLAIM, move, actor, at))
+        if claim.state is RapsClaimState.RESELECTED:
+            _, jackpot, _ = self._live(n)
+            if jackpot.exhausted:
+                out.append(self._entry(Kind.EXCEPTION, self._nobody_left(n), actor, at))
+            else:
+                out += self._announce(Kind.REDRAW, n, actor, at)
+        return out + self.reveal_seeds(at)
+
+    def won(self, n: int) -> RapsClaim | None:
+        return next((self.claims[c] for c in self.jackpot(n).claims if self.claims[c].won), None)
+
+    def settled(self, n: int) -> bool:
+        """Won, skipped, carried over or nobody left: the seed may now be published."""
+        return bool(self.jackpot(n).outcome) or self.won(n) is not None
+
+    def reveal_seeds(self, at: dt.datetime) -> list[Entry]:
+        return [
+            self._entry(Kind.SEED_REVEAL, self._reveal(n), SCHEDULER, at)
+            for n, st in self.jackpots.items()
+            if st.jackpot is not None and not st.revealed and self.settled(n)
+        ]
+
+    # -- timers ---------------------------------------------------------------------------
+    def timers(self) -> list[Due]:
+        out = []
+        for cid, claim in self.claims.items():
+            for t in claim.timers():
+                signed = self.register.has_declined(claim.card)
+                action = "declined_register" if signed else "reselect"
+                out.append(Due(t.deadline, self.claim_jackpot[cid], cid, action))
+        for n, st in self.jackpots.items():
+            if st.retry_at is not None and not st.outcome and not st.claims:
+                out.append(Due(st.retry_at, n, None, "retry"))
+        return sorted(out, key=lambda d: (d.at, d.jackpot))
+
+    def next_deadline(self) -> dt.datetime | None:
+        return min((d.at for d in self.timers()), default=None)
+
+    def due(self, now: dt.datetime) -> list[Due]:
+        """Every expired timer, oldest first (a claim's once past its deadline, so the
+        `after` rule holds; a retry once its time has come)."""
+        return [d for d in self.timers() if d.at < now or (d.claim_id is None and d.at <= now)]

@@ -1,0 +1,77 @@
+"""A RAPS floor snapshot's rows as columns already checked, so a jackpot pick judges 20,000
+players with a few vectorised comparisons instead of parsing and checking the snapshot
+file first. Made by the daemon's floor mirror (`floormirror`) from rows it checked when
+they arrived; `rapsfloor.judge` uses them when a snapshot carries them.
+
+Row i of every column is line i of the snapshot file they came with, so the judgement is
+the one `rapsfloor.judge` gives on the file itself (the tests hold the two together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from bonusd.raps.rules import RapsRules, Reason
+from bonusd.raps.table import Bools, Ints
+
+Codes = npt.NDArray[np.int32]  # a text column as codes of a table value -> code
+
+
+def _among(codes: Codes, table: Mapping[bytes, int], values: Collection[str]) -> Bools:
+    """Where a coded column holds one of `values` (a value never seen has no code)."""
+    wanted = [table[v.encode()] for v in values if v.encode() in table]
+    found: Bools = np.isin(codes, wanted)
+    return found
+
+
+@dataclass(frozen=True, eq=False)
+class FloorColumns:
+    """The checked columns of one snapshot: cards as text, area and tier as codes of the
+    given tables, the spend already that of the snapshot's gaming day."""
+
+    cards: list[str]
+    order: Ints  # the rows in card (code-point) order
+    area: Codes
+    tier: Codes
+    last_play_ms: Ints
+    spend_cents: Ints
+    excluded: Bools
+    areas: Mapping[bytes, int]  # area -> its code (only ever grows)
+    tiers: Mapping[bytes, int]
+
+    @property
+    def rows(self) -> int:
+        return len(self.cards)
+
+    def judge(
+        self, at_ms: int, rules: RapsRules, previous_winners: Collection[str] = ()
+    ) -> tuple[tuple[str, ...], dict[Reason, Bools]]:
+        """What `rapsfloor.judge` finds on the snapshot these columns are (taken at `at_ms`),
+        without reading its file: the eligible cards in code-point order, and the rows each
+        reason leaves out."""
+        cutoff = at_ms - int(rules.active_window.total_seconds() * 1000)
+        none = np.zeros(self.rows, dtype=np.bool_)
+        winners = frozenset(previous_winners)
+        failed = {
+            Reason.EXCLUDED: self.excluded,
+            Reason.OUTSIDE_AREAS: ~_among(self.area, self.areas, rules.areas),
+            Reason.NOT_ACTIVE: self.last_play_ms < cutoff,
+            Reason.BELOW_MIN_SPEND: self.spend_cents < rules.min_spend_cents,
+            Reason.TIER: none
+            if rules.tiers is None
+            else ~_among(self.tier, self.tiers, rules.tiers),
+            Reason.PREVIOUS_WINNER: np.fromiter(
+                (c in winners for c in self.cards), dtype=np.bool_, count=self.rows
+            )
+            if winners
+            else none,
+        }
+        ok = np.ones(self.rows, dtype=np.bool_)
+        for mask in failed.values():
+            ok &= ~mask
+        rows = self.order[ok[self.order]].tolist()
+        return tuple(map(self.cards.__getitem__, rows)), failed

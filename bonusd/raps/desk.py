@@ -1,0 +1,406 @@
+"""The RAPS sessions of one site against Redis: seeds, the live floor snapshot, books,
+steps committed with the audit trail (the `drawdesk` model, for bonus jackpots).
+
+Keys (all under the site's hash tag):
+
+    seed:{subject}:raps:{n}    string  jackpot n's secret seed (hex), SET NX
+    poolfile:{commitment}      string  an archived jackpot pool (`Pool.serialise`), shared
+                                       with the draws so the same verifier reads it
+    rapsfloor:{jackpot_id}     hash    attempt -> the floor snapshot file the pool was
+                                       judged from (`rapsfloor`); its SHA-256 is in the
+                                       POOL record, the eligibility report derives from it
+    ledger:{subject}           list    the session's audit records (see audit_store)
+    deadlines                  zset    `raps:{subject}` -> its next timer (epoch seconds)
+    floor-row                  hash    read only: the ingest's line per active card (keys.py),
+                                       mirrored in the daemon (`floormirror`)
+
+A step loads the session's book (cached; brought up to date from the ledger's tail),
+runs a pure command on it and commits the entries against the ledger length it read,
+with the archives and the deadline index; a lost race reloads and decides again. As in
+the draw desk, each session has a lock within the daemon: loads and steps hold it, so
+tasks sharing the cached book never replay a record twice nor see an uncommitted step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any, cast
+
+from redis.asyncio import Redis
+
+from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import Clock, GamingCalendar
+from bonusd.draws.book import SCHEDULER
+from bonusd.draws.claims import Actor, ClaimError
+from bonusd.draws.desk import DrawDesk
+from bonusd.draws.evidence import evidence
+from bonusd.draws.fairness import Mismatch, Pool, SeedSource, Verification
+from bonusd.draws.ledger import ledger_step, stored_seeds
+from bonusd.draws.poolfile import parse_pool
+from bonusd.draws.rounds import RoundKey
+from bonusd.errors import AuditFormatError, BonusdError, ConflictError, NotFoundError
+from bonusd.infra.keys import Keys
+from bonusd.promotions import Action
+from bonusd.promotions.store import PromotionStore
+from bonusd.promotions.timetable import promotion_timetable
+from bonusd.raps.book import RapsBook
+from bonusd.raps.mirror import FloorMirror
+from bonusd.raps.plan import SessionPlan, jackpot_number
+from bonusd.raps.rules import RapsRules
+from bonusd.raps.snapshot import FloorSnapshot, check_floor, judge
+from bonusd.registry.records import Member
+
+logger = logging.getLogger(__name__)
+
+Command = Callable[[RapsBook], list[Entry]]
+
+
+class _Excluded(Exception):
+    def __init__(self, found: list[tuple[str, str]]) -> None:
+        self.found = found  # (jackpot id, card)
+
+
+class JackpotDesk:
+    """Runs the site's RAPS sessions: every change is one atomic commit."""
+
+    def __init__(
+        self,
+        *,
+        redis: Redis,
+        keys: Keys,
+        audit: AuditStore,
+        promotions: PromotionStore,
+        clock: Clock,
+        calendar: GamingCalendar,
+        seed_source: SeedSource = secrets.token_bytes,
+        on_deadline_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.redis, self.keys, self.audit = redis, keys, audit
+        self.promotions, self.clock, self.calendar = promotions, clock, calendar
+        self._seed_source = seed_source
+        self._deadline_changed = on_deadline_change
+        self._books: dict[str, RapsBook] = {}
+        self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
+        self._floors: dict[tuple[str, int], FloorSnapshot] = {}
+        self.live_floor = FloorMirror(redis, keys)  # the floor a pick judges
+        self._random_times: dict[tuple[str, str], tuple[dt.datetime, ...]] = {}
+        # pool files and the deadline index are the draw desk's: the same keys, one reader
+        self._draws = DrawDesk(
+            redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock
+        )
+
+    def _key(self, *parts: str) -> str:
+        return self.keys.base + ":".join(parts)
+
+    def plan(self, promotion_id: str, session_id: str) -> SessionPlan:
+        """The session's plan; a session with random jackpot times needs `load_plan` once
+        first (its times come from the scheduler's seed in Redis)."""
+        promotion = self.promotions.promotion(promotion_id)
+        try:
+            session = promotion.jackpot_session(session_id)
+        except KeyError as exc:
+            raise NotFoundError(str(exc).strip("'\"")) from None
+        if not session.times.random:
+            return SessionPlan.of(promotion, session)
+        times = self._random_times.get((promotion_id, session_id))
+        if times is None:
+            raise ConflictError(
+                f"jackpot session {promotion_id}.{session_id} has random times that are not "
+                "loaded yet; retry in a moment"
+            )
+        return SessionPlan.of(promotion, session, times)
+
+    async def load_plan(
+        self, promotion_id: str, session_id: str, *, create: bool = True
+    ) -> SessionPlan:
+        """`plan`, first fetching a random-time session's instants as the scheduler has them;
+        with `create`, fixing them if the scheduler has not yet (a read passes False: it
+        never writes, and is answered 409 until they are fixed)."""
+        promotion = self.promotions.promotion(promotion_id)
+        session = next((s for s in promotion.jackpot_sessions if s.id == session_id), None)
+        if session is not None and session.times.random:
+            actions = await promotion_timetable(self.redis, self.keys, promotion, create=create)
+            self._random_times[(promotion_id, session_id)] = tuple(
+                a.at for a in actions if a.action is Action.JACKPOT and a.ids[1] == session_id
+            )
+        return self.plan(promotion_id, session_id)
+
+    async def resolve(self, jackpot_ref: str) -> tuple[str, str, int]:
+        """(promotion, session, number) of `promotion.session.jN`."""
+        parts = jackpot_ref.split(".")
+        if len(parts) != 3 or not parts[2].startswith("j") or not parts[2][1:].isdigit():
+            raise NotFoundError(
+                f"jackpot {jackpot_ref!r}: name it as promotion.session.jN, e.g. "
+                "montecasino-festa-fortuna.jackpot-2025-10-04.j1"
+            )
+        plan = await self.load_plan(parts[0], parts[1], create=False)
+        plan.at(jackpot_number(jackpot_ref))
+        return parts[0], parts[1], jackpot_number(jackpot_ref)
+
+    # -- loading ----------------------------------------------------------------------------
+    async def _seeds(self, plan: SessionPlan, *, create: bool) -> dict[int, bytes]:
+        numbers = list(range(1, len(plan.times) + 1))
+        names = [self._key("seed", plan.subject, "raps", str(n)) for n in numbers]
+        seeds = await stored_seeds(self.redis, names, create=create, source=self._seed_source)
+        return {n: v for n, v in zip(numbers, seeds, strict=True) if v}
+
+    async def floor(self, jid: str, attempt: int) -> FloorSnapshot:
+        """The archived floor snapshot attempt `attempt` of jackpot `jid` was judged from."""
+        if (jid, attempt) not in self._floors:
+            raw = await self.redis.hget(self._key("rapsfloor", jid), str(attempt))
+            if raw is None:
+                raise BonusdError(
+                    f"the floor snapshot of {jid} attempt {attempt} is missing from Redis; "
+                    "restore it from the backup before running the session"
+                )
+            self._floors[(jid, attempt)] = FloorSnapshot.parse(cast(str, raw).encode())
+        return self._floors[(jid, attempt)]
+
+    def _lock(self, subject: str) -> asyncio.Lock:
+        return self._locks.setdefault(subject, asyncio.Lock())
+
+    async def book(self, promotion_id: str, session_id: str) -> RapsBook:
+        """The session's book, up to date with its ledger. Read it before your next await:
+        a later step extends the same book."""
+        subject = (await self.load_plan(promotion_id, session_id, create=False)).subject
+        async with self._lock(subject):
+            return await self._load(promotion_id, session_id)
+
+    async def _load(self, promotion_id: str, session_id: str) -> RapsBook:
+        """`book`, for a caller holding the session's lock."""
+        plan = await self.load_plan(promotion_id, session_id, create=False)
+        book = self._books.get(plan.subject)
+        length = await self.redis.llen(self.audit.ledger_key(plan.subject))
+        if book is None or book.version > length or book.plan != plan:
+            book = RapsBook(plan)
+        if book.version < length:
+            records = await self.audit.ledger(plan.subject, book.version)
+            for rec in records:
+                if rec.kind == Kind.POOL:
+                    await self._draws.pool_file(rec.payload["pool_commitment"])
+                    await self.floor(rec.payload["draw_id"], rec.payload["round"])
+            seeds = await self._seeds(plan, create=False)
+            pools = self._draws.cached_pool
+            floors = lambda jid, attempt: self._floors[(jid, attempt)]  # noqa: E731
+            for rec in records:
+                book.apply(rec, seeds=seeds, pools=pools, floors=floors)
+        self._books[plan.subject] = book
+        return book
+
+    async def step(
+        self,
+        promotion_id: str,
+        session_id: str,
+        command: Command,
+        *,
+        extra: Callable[[Any], None] | None = None,
+        check: Callable[[list[Entry]], Awaitable[None]] | None = None,
+    ) -> list[AuditRecord]:
+        """Run `command` on the book and commit its entries, retrying lost races."""
+        subject = (await self.load_plan(promotion_id, session_id)).subject
+        async with self._lock(subject):  # nobody reads the book while it holds uncommitted steps
+            records = await ledger_step(
+                audit=self.audit,
+                subject=subject,
+                deadlines=self._draws.deadlines,
+                member=f"raps:{subject}",
+                load=lambda: self._load(promotion_id, session_id),
+                forget=lambda: self._books.pop(subject, None),
+                command=command,
+                extra=extra,
+                check=check,
+            )
+        if records:
+            self._deadline_changed()
+        return records
+
+    # -- the floor --------------------------------------------------------------------------
+    async def snapshot(self, at: dt.datetime | None = None) -> FloorSnapshot:
+        """Every carded-in player on the floor now, with the gaming day's spend, as the
+        snapshot file a jackpot at `at` (default: now) is judged from."""
+        at = at or self.clock.now()
+        day = self.calendar.gaming_day(at).isoformat()
+        # The ingest keeps one pre-joined line per active card in `floor-row`; the daemon
+        # mirrors it, so the pick reads only the rows changed since the mirror last looked
+        # (one atomic script call) and judges columns checked when they arrived.
+        return await self.live_floor.snapshot(at, day)
+
+    # -- the session's life -----------------------------------------------------------------
+    async def commit_seeds(self, promotion_id: str, session_id: str) -> list[AuditRecord]:
+        """Fix and publish every jackpot's seed commitment (at the session start, or before)."""
+        plan = await self.load_plan(promotion_id, session_id)
+        seeds = await self._seeds(plan, create=True)
+        now = self.clock.now()
+        return await self.step(promotion_id, session_id, lambda b: b.commit_seeds(seeds, now))
+
+    async def sign_decline(
+        self, promotion_id: str, session_id: str, card: str, actor: Actor
+    ) -> list[AuditRecord]:
+        """The desk signs `card` into the session's decline register (until it starts)."""
+        if not await self.redis.hexists(self.keys.member_index, card):
+            raise NotFoundError(f"card {card} is not a registered member; check the card number")
+        now = self.clock.now()
+        return await self.step(promotion_id, session_id, lambda b: b.sign_decline(card, actor, now))
+
+    async def run_jackpot(
+        self, promotion_id: str, session_id: str, number: int, actor: Actor = SCHEDULER
+    ) -> list[AuditRecord]:
+        """Select jackpot `number`'s winner from the floor now (idempotent: a jackpot run
+        already is left as it is, unless its empty-pool retry is due)."""
+        await self.load_plan(promotion_id, session_id)
+        book = await self.book(promotion_id, session_id)
+        if any(st.seed is None for st in book.jackpots.values()):  # normally done at the start
+            await self.commit_seeds(promotion_id, session_id)
+            book = await self.book(promotion_id, session_id)
+        now = self.clock.now()
+        if not book.selectable(number, now):
+            return []
+        floor = await self.snapshot(now)
+        archives: list[tuple[Pool, FloorSnapshot]] = []
+
+        def command(b: RapsBook) -> list[Entry]:
+            out, frozen = b.select(number, floor, actor, now)
+            archives[:] = frozen
+            return out
+
+        def archive(pipe: Any) -> None:
+            for pool, snap in archives:
+                pipe.set(self._key("poolfile", pool.commitment), pool.serialise(), nx=True)
+                key = self._key("rapsfloor", pool.draw_id)
+                pipe.hsetnx(key, str(pool.round_no), snap.serialise())
+
+        records = await self.step(promotion_id, session_id, command, extra=archive)
+        for pool, snap in archives:
+            self._draws.remember_pool(pool)
+            self._floors[(pool.draw_id, pool.round_no)] = snap.lean()
+        return records
+
+    async def eligibility_report(self, jackpot_ref: str, attempt: int = 0) -> bytes:
+        """The readable eligibility report of a jackpot attempt (the latest by default):
+        rebuilt from the archived floor snapshot, so it is exactly what the pool was."""
+        promotion_id, session_id, number = await self.resolve(jackpot_ref)
+        book = await self.book(promotion_id, session_id)
+        st = book.jackpot(number)
+        attempt = attempt or st.attempt
+        if not 1 <= attempt <= st.attempt:
+            raise NotFoundError(
+                f"jackpot {jackpot_ref} has no attempt {attempt} (it ran {st.attempt})"
+            )
+        snap = await self.floor(st.jackpot_id, attempt)
+        return judge(snap, book.plan.rules).report(st.jackpot_id, attempt)
+
+    async def missed(
+        self, promotion_id: str, session_id: str, number: int, late: dt.timedelta
+    ) -> list[AuditRecord]:
+        """Record that jackpot `number` did not run at its time (the daemon was down), so
+        the desk sees it in the session and runs it on demand."""
+        await self.commit_seeds(promotion_id, session_id)
+        now = self.clock.now()
+        return await self.step(promotion_id, session_id, lambda b: b.missed(number, late, now))
+
+    async def act(
+        self, promotion_id: str, session_id: str, claim_id: int, action: str, actor: Actor
+    ) -> list[AuditRecord]:
+        """A claim action by the crew or the desk (or the scheduler on a timer). A
+        reselected winner excluded since the pool froze is recorded as excluded and passed
+        over, and the reselection is made again."""
+        now = self.clock.now()
+        while True:
+            try:
+                return await self.step(
+                    promotion_id,
+                    session_id,
+                    lambda b: b.act(claim_id, action, actor, now),
+                    check=self._excluded_now,
+                )
+            except _Excluded as exc:
+                await self.step(promotion_id, session_id, self._exclusions(exc.found, now))
+
+    @staticmethod
+    def _exclusions(found: list[tuple[str, str]], now: dt.datetime) -> Command:
+        return lambda b: [e for j, c in found for e in b.exclude(j, c, SCHEDULER, now)]
+
+    async def _excluded_now(self, entries: list[Entry]) -> None:
+        """Refuse entries that pick a member excluded since the pool froze."""
+        picks = [e.payload for e in entries if e.kind in (Kind.PICK, Kind.REDRAW)]
+        if not picks:
+            return
+        cards = [p["card"] for p in picks]
+        rows = cast(list[str | None], await self.redis.hmget(self.keys.member_index, cards))
+        found = [
+            (p["draw_id"], p["card"])
+            for p, row in zip(picks, rows, strict=True)
+            if row and Member.from_index(p["card"], row).excluded
+        ]
+        if found:
+            raise _Excluded(found)
+
+    async def run_due(self, promotion_id: str, session_id: str) -> int:
+        """Act on every expired timer of the session: announcements that ran out
+        (register or reselection) and empty-pool retries; returns how many."""
+        done = 0
+        await self.load_plan(promotion_id, session_id)
+        while True:
+            book = await self.book(promotion_id, session_id)
+            due = book.due(self.clock.now())
+            if not due:
+                return done
+            d = due[0]
+            if d.claim_id is None:
+                await self.run_jackpot(promotion_id, session_id, d.jackpot, SCHEDULER)
+            else:
+                try:
+                    await self.act(promotion_id, session_id, d.claim_id, d.action, SCHEDULER)
+                except ClaimError:
+                    # lost a race: another daemon (or the desk) acted on the claim first
+                    if d in (await self.book(promotion_id, session_id)).due(self.clock.now()):
+                        raise
+                    continue
+            done += 1
+
+    # -- verification -----------------------------------------------------------------------
+    async def verify(self, jackpot_ref: str) -> tuple[str, dict[RoundKey, Verification]]:
+        """The chain check and the jackpot's picks recomputed from the revealed seed and the
+        archived pool, straight from what Redis holds (a pool file that is missing or not
+        in canonical form fails the check)."""
+        await self.resolve(jackpot_ref)
+        records = await self.audit.records()
+        pools: dict[str, Pool] = {}
+        for rec in records:
+            if rec.kind == Kind.POOL and rec.payload.get("draw_id") == jackpot_ref:
+                commitment = rec.payload["pool_commitment"]
+                raw = await self.redis.get(self._key("poolfile", commitment))
+                try:
+                    if raw is not None:
+                        pools[commitment] = parse_pool(cast(str, raw).encode())
+                except AuditFormatError as exc:
+                    logger.warning("jackpot %s: pool file %s: %s", jackpot_ref, commitment, exc)
+        chain = verify_chain(records)
+        checked = evidence(records, jackpot_ref, pools).verify()
+        promotion_id, session_id, _ = await self.resolve(jackpot_ref)
+        rules = (await self.load_plan(promotion_id, session_id, create=False)).rules
+        for rec in records:
+            if rec.kind != Kind.POOL or rec.payload.get("draw_id") != jackpot_ref:
+                continue
+            key = (rec.payload["tombola"], rec.payload["round"])
+            wrong = await self._floor_mismatch(rec, pools, rules)
+            if wrong is not None and key in checked:
+                v = checked[key]
+                checked[key] = replace(v, mismatches=(wrong, *v.mismatches))
+        return str(chain), checked
+
+    async def _floor_mismatch(
+        self, rec: AuditRecord, pools: dict[str, Pool], rules: RapsRules
+    ) -> Mismatch | None:
+        """Where the archived floor snapshot does not give the recorded pool, if anywhere."""
+        raw = await self.redis.hget(
+            self._key("rapsfloor", rec.payload["draw_id"]), str(rec.payload["round"])
+        )
+        found = None if raw is None else cast(str, raw).encode()
+        return check_floor(rec.payload, found, pools.get(rec.payload["pool_commitment"]), rules)

@@ -1,0 +1,284 @@
+"""The live floor a daemon keeps in memory for RAPS picks: a mirror of the ingest's
+`floor-row` index (one line per carded-in card, `keys.py`), so that a jackpot pick reads
+only what changed since the mirror last looked, and judges columns checked once per row
+when the row arrived, instead of reading and checking 20,000 lines at every pick.
+
+Every script that writes `floor-row` also logs which cards' rows it changed, under a
+sequence number (`lua/rowlog.lua`). `sync` is one atomic script call (`lua/floor_sync.lua`)
+returning the rows changed since the sequence the mirror holds, or all of them when the
+mirror holds nothing or is older than the log keeps. After a sync the mirror is exactly
+`floor-row` as Redis held it at that instant: what a pick's snapshot must be.
+
+The mirror is rebuilt from a full read whenever it may have drifted: Redis's sequence
+went backwards (emptied or restored), the row count differs from Redis's (a write that
+bypassed the log), a row is not in the documented form, or a Redis call failed. `follow`
+keeps it current in the background so a pick's own sync carries a fraction of a second
+of changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import datetime as dt
+import itertools
+import logging
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from redis.asyncio import Redis
+
+from bonusd.infra.keys import Keys
+from bonusd.infra.redisclient import REDIS_ERRORS
+from bonusd.raps.columns import Codes, FloorColumns
+from bonusd.raps.snapshot import (
+    AREA,
+    EXCLUDED,
+    KIND,
+    LAST,
+    SPEND,
+    TIER,
+    WIDTH,
+    FloorSnapshot,
+    SnapshotError,
+    instant_ms,
+)
+from bonusd.raps.table import FieldError, FieldTable
+
+logger = logging.getLogger(__name__)
+
+DAY = WIDTH  # the floor-row line's last field: the gaming day its spend is of
+REBUILD = "rebuild it with `bonusd floor reindex`"
+
+
+def _checked_rows(cards: Sequence[str], rows: Sequence[str]) -> FieldTable:
+    """The `floor-row` lines of `cards` as a table, each checked against the form."""
+    try:
+        t = FieldTable.of(("\n".join(rows) + "\n").encode(), WIDTH + 1)
+    except FieldError:
+        raise SnapshotError(f"floor-row has a line of the wrong form; {REBUILD}") from None
+    if t.has_nul:
+        raise SnapshotError(f"floor-row holds a NUL byte; {REBUILD}")
+    if not (t.equals(KIND, b"egm") | t.equals(KIND, b"table")).all():
+        raise SnapshotError(f"floor-row has a kind other than egm or table; {REBUILD}")
+    if not (t.equals(EXCLUDED, b"0") | t.equals(EXCLUDED, b"1")).all():
+        raise SnapshotError(f"floor-row has an excluded flag other than 0 or 1; {REBUILD}")
+    if t.integers(LAST) is None or t.integers(SPEND) is None:
+        raise SnapshotError(f"floor-row has a last play or spend that is not digits; {REBUILD}")
+    if not all(r.startswith(c + "\t") for c, r in zip(cards, rows, strict=True)):
+        raise SnapshotError(f"floor-row has a line of another card than its own; {REBUILD}")
+    return t
+
+
+def _codes(t: FieldTable, col: int, table: dict[bytes, int]) -> Codes:
+    """The column's values as codes of `table` (new values get new codes)."""
+    values, where = np.unique(t.fixed(col), return_inverse=True)
+    codes = np.array([table.setdefault(bytes(v), len(table)) for v in values], dtype=np.int32)
+    got: Codes = codes[where.ravel()]
+    return got
+
+
+class FloorMirror:
+    """One site's `floor-row` in memory, as checked columns (one slot per card)."""
+
+    def __init__(self, redis: Redis, keys: Keys) -> None:
+        self.redis, self.keys = redis, keys
+        text = resources.files("bonusd").joinpath("lua", "floor_sync.lua").read_text("utf-8")
+        self._script = redis.register_script(text)
+        self._lock = asyncio.Lock()  # one sync at a time: deltas apply in order
+        self._damaged = ""  # the last form error `follow` logged
+        self.full_reads = 0  # how many syncs read floor-row whole (for tests and metrics)
+        self._clear()
+
+    def _clear(self) -> None:
+        self.seq: int | None = None  # the floor-row-seq the mirror holds; None: nothing
+        self._slot: dict[str, int] = {}
+        self._free: list[int] = []
+        self._cards: list[str] = []  # per slot; "" when free
+        self._lines: list[str] = []  # per slot: the snapshot line of the row's own day
+        self._sorted: list[str] = []  # the cards on the floor in code-point order
+        self._order = np.zeros(0, dtype=np.int64)  # their slots, in that order
+        self._areas: dict[bytes, int] = {}
+        self._tiers: dict[bytes, int] = {}
+        self._days: dict[bytes, int] = {}
+        self._live = np.zeros(0, dtype=np.bool_)
+        self._excluded = np.zeros(0, dtype=np.bool_)
+        self._last = np.zeros(0, dtype=np.int64)
+        self._spend = np.zeros(0, dtype=np.int64)
+        self._area = np.zeros(0, dtype=np.int32)
+        self._tier = np.zeros(0, dtype=np.int32)
+        self._day = np.zeros(0, dtype=np.int32)
+
+    @property
+    def size(self) -> int:
+        """How many cards are on the floor, as of the last sync."""
+        return len(self._slot)
+
+    # -- catching up ------------------------------------------------------------------------
+    async def sync(self) -> None:
+        """Bring the mirror up to `floor-row` as Redis holds it now (one script call, two
+        when the mirror turns out to have drifted and is read whole)."""
+        async with self._lock:
+            for _ in range(2):
+                have = "" if self.seq is None else str(self.seq)
+                try:
+                    args = [self.keys.base, have]
+                    reply = await self._script(keys=[self.keys.floor_row], args=args)
+                except REDIS_ERRORS:
+                    self._clear()  # a Redis that restarted may hold another floor
+                    raise
+                try:
+                    if self._take(reply):
+                        return
+                except SnapshotError:
+                    self._clear()
+                    raise
+                logger.warning(
+                    "the RAPS floor mirror held %d cards where Redis holds %s: floor-row was "
+                    "changed without its change log; reading it whole",
+                    self.size,
+                    reply[2],
+                )
+                self._clear()
+            raise SnapshotError("floor-row keeps changing without its change log; " + REBUILD)
+
+    def _take(self, reply: list[Any]) -> bool:
+        """Apply a sync reply; False when the mirror then differs from Redis in size."""
+        kind, seq, size = reply[0], int(reply[1]), int(reply[2])
+        if kind == "full":
+            self._clear()
+            self.full_reads += 1
+            flat = reply[3]
+            self._apply(flat[0::2], flat[1::2])
+        elif seq != self.seq:
+            self._apply(reply[3], reply[4])
+        self.seq = seq
+        return self.size == size
+
+    def _apply(self, cards: Sequence[str], rows: Sequence[str | None]) -> None:
+        written = [(c, r) for c, r in zip(cards, rows, strict=True) if r is not None]
+        left = [c for c, r in zip(cards, rows, strict=True) if r is None and c in self._slot]
+        for c in left:
+            s = self._slot.pop(c)
+            self._live[s] = False
+            self._cards[s] = self._lines[s] = ""
+            self._free.append(s)
+        t = _checked_rows([c for c, _ in written], [r for _, r in written]) if written else None
+        joined = [c for c, _ in written if c not in self._slot]
+        slots = np.fromiter((self._take_slot(c) for c, _ in written), np.int64, len(written))
+        self._reorder(left, joined)
+        if t is None:
+            return
+        self._reserve(len(self._cards))
+        self._live[slots] = True
+        self._excluded[slots] = t.equals(EXCLUDED, b"1")
+        last, spend = t.integers(LAST), t.integers(SPEND)
+        assert last is not None
+        assert spend is not None
+        self._last[slots] = last
+        self._spend[slots] = spend
+        self._area[slots] = _codes(t, AREA, self._areas)
+        self._tier[slots] = _codes(t, TIER, self._tiers)
+        self._day[slots] = _codes(t, DAY, self._days)
+        for s, (c, r) in zip(slots.tolist(), written, strict=True):
+            self._cards[s] = c
+            self._lines[s] = r[: r.rindex("\t")] + "\n"  # the snapshot line: without the day
+
+    def _reorder(self, left: list[str], joined: list[str]) -> None:
+        """Keep the cards in code-point order as they leave and join (a pick's pool is in
+        that order: sorting 20,000 cards at every pick is what this saves)."""
+        if len(joined) + len(left) > len(self._sorted) // 4:  # a full read, or most of one
+            self._sorted = sorted(self._slot)
+            self._order = np.fromiter(map(self._slot.__getitem__, self._sorted), np.int64)
+            return
+        if left:
+            at = [bisect.bisect_left(self._sorted, c) for c in left]
+            for i in sorted(at, reverse=True):
+                del self._sorted[i]
+            self._order = np.delete(self._order, at)
+        if joined:
+            joined.sort()
+            at = [bisect.bisect_left(self._sorted, c) for c in joined]
+            self._order = np.insert(self._order, at, [self._slot[c] for c in joined])
+            for i, c in zip(reversed(at), reversed(joined), strict=True):
+                self._sorted.insert(i, c)
+
+    def _take_slot(self, card: str) -> int:
+        s = self._slot.get(card)
+        if s is None:
+            s = self._free.pop() if self._free else len(self._cards)
+            if s == len(self._cards):
+                self._cards.append("")
+                self._lines.append("")
+            self._slot[card] = s
+        return s
+
+    def _reserve(self, n: int) -> None:
+        """Room in every column for `n` slots (grown by doubling)."""
+        have = len(self._live)
+        if n <= have:
+            return
+        more = max(n, 2 * have, 1024) - have
+        for name in ("_live", "_excluded", "_last", "_spend", "_area", "_tier", "_day"):
+            col = getattr(self, name)
+            setattr(self, name, np.concatenate([col, np.zeros(more, dtype=col.dtype)]))
+
+    async def follow(
+        self, stop: asyncio.Event, every_s: float, wanted: Callable[[], bool] = lambda: True
+    ) -> None:
+        """Sync every `every_s` seconds until `stop`, so a pick finds the mirror current,
+        while `wanted()` (a site with no RAPS session leaves the floor alone). Failures are
+        logged and retried: a pick's own sync reports them to its caller."""
+        while not stop.is_set():
+            try:
+                if wanted():
+                    await self.sync()
+                self._damaged = ""
+            except REDIS_ERRORS as exc:
+                logger.debug("RAPS floor mirror: Redis unavailable (%s); will read whole", exc)
+            except SnapshotError as exc:
+                if str(exc) != self._damaged:
+                    logger.error("RAPS floor mirror: %s", exc)
+                    self._damaged = str(exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), every_s)
+
+    # -- the snapshot -----------------------------------------------------------------------
+    async def snapshot(self, at: dt.datetime, day: str) -> FloorSnapshot:
+        """The floor now, as the snapshot a jackpot at `at` on gaming day `day` is judged
+        from: its file made from the mirrored lines, with the checked columns beside it."""
+        await self.sync()
+        return self.view(at, day)
+
+    def view(self, at: dt.datetime, day: str) -> FloorSnapshot:
+        """The snapshot of the mirror as it is (no sync): a row of another gaming day than
+        `day` has spent nothing on it (its spend is 0 in the file and the columns)."""
+        n = len(self._cards)
+        live = self._live[:n]
+        rows = np.flatnonzero(live)
+        other_day = self._day[rows] != self._days.get(day.encode(), -1)
+        spend = self._spend[rows]
+        lines = self._lines
+        if other_day.any():
+            spend = np.where(other_day, 0, spend)
+            lines = list(lines)
+            for s in rows[other_day].tolist():
+                fields = lines[s].split("\t")
+                fields[SPEND] = "0"
+                lines[s] = "\t".join(fields)
+        row_of_slot = np.cumsum(live) - 1
+        columns = FloorColumns(
+            cards=list(itertools.compress(self._cards, live.tolist())),
+            order=row_of_slot[self._order],
+            area=self._area[rows],
+            tier=self._tier[rows],
+            last_play_ms=self._last[rows],
+            spend_cents=spend,
+            excluded=self._excluded[rows],
+            areas=self._areas,
+            tiers=self._tiers,
+        )
+        return FloorSnapshot(instant_ms(at), "".join(lines), checked=columns)

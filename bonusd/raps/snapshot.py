@@ -1,0 +1,330 @@
+"""The RAPS floor snapshot: every carded-in player at a jackpot instant, as one archived
+file, and who in it is eligible (columnar, so 20,000 players are judged in milliseconds).
+
+The snapshot file is what Redis held at the instant, read in one atomic script call and
+archived byte for byte; its SHA-256 goes into the jackpot's POOL record, and the pool is
+exactly the eligible cards of the file under the session's rules. So the pool, and the
+reasons every other player was left out, can be recomputed from the archive by anyone:
+
+    bonusd-raps-floor 1 <jackpot instant, epoch ms>\\n
+    card TAB kind TAB area TAB device TAB seat TAB bank TAB last_play_ms TAB
+        spend_cents TAB tier TAB excluded(0|1) LF      (one line per carded-in card)
+
+`judge` is the vectorised twin of `raps.eligibility` (the per-player reference, which the
+tests hold it to), for a floor where each card is in one place. It reads the file's bytes
+as numpy offsets (`floortable`); the per-row reasons are built only when the eligibility
+report asks for them, off the jackpot's critical path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from bonusd.audit.chain import Json, canonical_json, utc_text
+from bonusd.draws.fairness import Mismatch, Pool
+from bonusd.raps.rules import FloorPlayer, PlayKind, RapsRules, Reason
+from bonusd.raps.table import Bools, FieldError, FieldTable, Ints
+
+if TYPE_CHECKING:
+    from bonusd.raps.columns import FloorColumns
+
+MAGIC = "bonusd-raps-floor 1"
+COLUMNS = (
+    "card",
+    "kind",
+    "area",
+    "device",
+    "seat",
+    "bank",
+    "last_play_ms",
+    "spend_cents",
+    "tier",
+    "excluded",
+)
+WIDTH = len(COLUMNS)
+PLACE = ("card", "device", "area", "bank", "seat")
+CARD, KIND, AREA, DEVICE, SEAT, BANK, LAST, SPEND, TIER, EXCLUDED = range(WIDTH)
+
+
+class SnapshotError(ValueError):
+    """An archived floor snapshot that is not in the documented form."""
+
+
+def instant_ms(at: dt.datetime) -> int:
+    """A jackpot instant as the snapshot file's header writes it (epoch milliseconds)."""
+    if at.tzinfo is None:
+        raise ValueError("the jackpot instant must be timezone-aware")
+    return int(at.timestamp() * 1000)
+
+
+def player_line(p: FloorPlayer) -> str:
+    """One card's line of the snapshot file (LF included)."""
+    fields = (
+        p.card,
+        p.kind.value,
+        p.area,
+        p.device,
+        "" if p.seat is None else str(p.seat),
+        p.bank,
+        str(int(p.last_play.timestamp() * 1000)),
+        str(p.spend_cents),
+        p.tier,
+        "1" if p.excluded else "0",
+    )
+    return "\t".join(fields) + "\n"
+
+
+def _day_line(row: str, day: str) -> str:
+    """A `floor-row` line as a snapshot line on gaming day `day`."""
+    fields = row.split("\t")
+    if len(fields) != WIDTH + 1:
+        raise SnapshotError(f"the floor-row index has a line of {len(fields)} fields; rebuild it")
+    if fields.pop() != day:
+        fields[SPEND] = "0"
+    return "\t".join(fields) + "\n"
+
+
+@dataclass(frozen=True)
+class FloorSnapshot:
+    """Columns of the floor at one instant (row i of every column is one card)."""
+
+    at_ms: int
+    body: str  # the file's lines after the header, each ending in LF ("" when empty)
+    # the same rows as columns checked already (the daemon's floor mirror), or None
+    checked: FloorColumns | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, at: dt.datetime, body: str) -> FloorSnapshot:
+        snap = cls(instant_ms(at), body)
+        snap.table  # noqa: B018 - check the form now, not at first use
+        return snap
+
+    @classmethod
+    def from_players(cls, at: dt.datetime, players: Collection[FloorPlayer]) -> FloorSnapshot:
+        return cls.of(at, "".join(player_line(p) for p in players))
+
+    @classmethod
+    def of_rows(cls, at: dt.datetime, day: str, rows: str) -> FloorSnapshot:
+        """The snapshot from the ingest's `floor-row` lines (LF-separated): each is a file
+        line for the gaming day it ends with. The day is dropped; a row of another day
+        than `day` (the jackpot's) has spent nothing on it: its spend becomes 0. (What the
+        whole index gives: the daemon's mirror of it, `floormirror`, is held to this.)"""
+        if not rows:
+            return cls.of(at, "")
+        joined = rows + "\n"
+        body = joined.replace(f"\t{day}\n", "\n")
+        if len(joined) - len(body) != joined.count("\n") * (len(day) + 1):
+            body = "".join(_day_line(line, day) for line in joined[:-1].split("\n"))
+        return cls.of(at, body)
+
+    def lean(self) -> FloorSnapshot:
+        """The same snapshot without its checked columns (a pick needs them; a book that
+        keeps the snapshot for the crew's places does not: ~2 MB at 20,000 players)."""
+        return self if self.checked is None else FloorSnapshot(self.at_ms, self.body)
+
+    @classmethod
+    def parse(cls, raw: bytes) -> FloorSnapshot:
+        """Read an archived snapshot file; anything off the documented form is refused."""
+        text = raw.decode()
+        header, sep, body = text.partition("\n")
+        magic, _, at = header.rpartition(" ")
+        if not sep or magic != MAGIC or not at.isdigit():
+            raise SnapshotError(f"not a RAPS floor snapshot (header {header[:60]!r})")
+        return cls(int(at), body)
+
+    @cached_property
+    def _raw(self) -> bytes:
+        return f"{MAGIC} {self.at_ms}\n{self.body}".encode()
+
+    def serialise(self) -> bytes:
+        return self._raw
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(self._raw).hexdigest()
+
+    @cached_property
+    def table(self) -> FieldTable:
+        """The body's fields as offsets, checked against the documented form."""
+        try:
+            t = FieldTable.of(self._raw[self._raw.index(b"\n") + 1 :], WIDTH)
+        except FieldError as exc:
+            if "line feed" in str(exc):
+                raise SnapshotError("a RAPS floor snapshot ends with a line feed") from None
+            raise SnapshotError(f"every line of a RAPS floor snapshot has {WIDTH} fields") from None
+        if t.has_nul:
+            raise SnapshotError("a RAPS floor snapshot holds no NUL bytes")
+        cards = t.fixed(CARD)[self._card_order(t)]
+        if (cards[1:] == cards[:-1]).any():
+            raise SnapshotError("a card appears twice in the RAPS floor snapshot")
+        if not (t.equals(KIND, b"egm") | t.equals(KIND, b"table")).all():
+            raise SnapshotError("a RAPS floor snapshot kind is egm or table")
+        if not (t.equals(EXCLUDED, b"0") | t.equals(EXCLUDED, b"1")).all():
+            raise SnapshotError("the excluded column of a RAPS floor snapshot is 0 or 1")
+        for col in (LAST, SPEND):
+            if t.integers(col) is None:
+                raise SnapshotError(f"the {COLUMNS[col]} column of a RAPS floor snapshot is digits")
+        return t
+
+    def _card_order(self, t: FieldTable) -> Ints:
+        if "card_order" not in self.__dict__:
+            self.__dict__["card_order"] = np.argsort(t.fixed(CARD), kind="stable")
+        return cast(Ints, self.__dict__["card_order"])
+
+    @property
+    def card_order(self) -> Ints:
+        """Row numbers in card (code-point) order."""
+        return self._card_order(self.table)
+
+    @cached_property
+    def columns(self) -> tuple[list[str], ...]:
+        """Every column as text (for the report and the reference rules; not on the pick)."""
+        return tuple(self.table.texts(c) for c in range(WIDTH))
+
+    @property
+    def size(self) -> int:
+        return self.table.rows
+
+    def row(self, i: int) -> dict[str, str]:
+        return {name: col[i] for name, col in zip(COLUMNS, self.columns, strict=True)}
+
+    def place(self, card: str) -> dict[str, str]:
+        """Where the crew finds `card`: card, device, area, bank and seat ("" for an EGM)."""
+        body = self.body
+        at = 0 if body.startswith(card + "\t") else body.find(f"\n{card}\t") + 1
+        if at == 0 and not body.startswith(card + "\t"):
+            raise KeyError(card)
+        fields = body[at : body.index("\n", at)].split("\t")
+        return {k: fields[COLUMNS.index(k)] for k in PLACE}
+
+    def players(self) -> list[FloorPlayer]:
+        """The snapshot as `FloorPlayer`s (for the per-player reference rules)."""
+        out = []
+        for i in range(self.size):
+            r = self.row(i)
+            out.append(
+                FloorPlayer(
+                    card=r["card"],
+                    kind=PlayKind(r["kind"]),
+                    area=r["area"],
+                    device=r["device"],
+                    bank=r["bank"],
+                    seat=int(r["seat"]) if r["seat"] else None,
+                    last_play=dt.datetime.fromtimestamp(int(r["last_play_ms"]) / 1000, dt.UTC),
+                    spend_cents=int(r["spend_cents"]),
+                    tier=r["tier"],
+                    excluded=r["excluded"] == "1",
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Judgement:
+    """Who on a snapshot is eligible for a jackpot, and why each other card is not."""
+
+    snapshot: FloorSnapshot
+    at_ms: int
+    eligible: tuple[str, ...]  # cards, in code-point order
+    failed: dict[Reason, Bools]  # reason -> the rows it applies to
+
+    @cached_property
+    def _left_out(self) -> Bools:
+        out = np.zeros(len(next(iter(self.failed.values()))), dtype=np.bool_)
+        for mask in self.failed.values():
+            out |= mask
+        return out
+
+    @property
+    def ineligible(self) -> int:
+        return int(self._left_out.sum())
+
+    @cached_property
+    def others(self) -> dict[int, tuple[Reason, ...]]:
+        """Row -> the reasons it was left out, rows in snapshot order."""
+        rows = np.flatnonzero(self._left_out).tolist()
+        flags = {r: m.tolist() for r, m in self.failed.items()}
+        return {i: tuple(r for r, m in flags.items() if m[i]) for i in rows}
+
+    def reasons(self) -> dict[str, int]:
+        """How many cards were left out for each reason (a card may have several)."""
+        counted = {r.value: int(m.sum()) for r, m in self.failed.items()}
+        return dict(sorted((k, v) for k, v in counted.items() if v))
+
+    def report(self, jackpot_id: str, attempt: int) -> bytes:
+        """The readable eligibility report (canonical JSON): each eligible card with its
+        place, each other card with its reasons. Derived from the archived snapshot, so
+        it is built when someone asks for it, not on the jackpot's critical path."""
+        snap = self.snapshot
+        cards, devices = snap.columns[CARD], snap.columns[DEVICE]
+        row_of = {c: i for i, c in enumerate(cards)}
+        eligible: list[Json] = [
+            {k: snap.columns[COLUMNS.index(k)][row_of[c]] for k in PLACE} for c in self.eligible
+        ]
+        ineligible: list[Json] = [
+            {"card": cards[i], "device": devices[i], "reasons": [r.value for r in rs]}
+            for i, rs in self.others.items()
+        ]
+        at = dt.datetime.fromtimestamp(self.at_ms / 1000, dt.UTC)
+        head = {"jackpot_id": jackpot_id, "attempt": attempt, "at": utc_text(at)}
+        return canonical_json(head | {"eligible": eligible, "ineligible": ineligible})
+
+
+def check_floor(
+    pool_record: Mapping[str, Any], raw: bytes | None, pool: Pool | None, rules: RapsRules
+) -> Mismatch | None:
+    """Where an archived floor snapshot (`raw`, None when missing) does not give a RAPS
+    POOL record's pool under `rules`: its SHA-256 differs from the record's, it is not in
+    the documented form, or its eligible cards are not the pool file's. None: it does."""
+    want = str(pool_record["floor_sha256"])
+    if raw is None:
+        return Mismatch("floor", None, want, "no archived snapshot")
+    try:
+        floor = FloorSnapshot.parse(raw)
+        if floor.sha256 != want:
+            return Mismatch("floor", None, want, floor.sha256)
+        eligible = judge(floor, rules).eligible
+    except (SnapshotError, UnicodeDecodeError) as exc:
+        return Mismatch("floor", None, "a snapshot in the documented form", str(exc))
+    if pool is not None and pool.cards != eligible:
+        return Mismatch(
+            "floor", None, f"{len(eligible)} eligible cards", f"a pool of {pool.members}"
+        )
+    return None
+
+
+def judge(
+    snapshot: FloorSnapshot, rules: RapsRules, previous_winners: Collection[str] = ()
+) -> Judgement:
+    """Split the snapshot into the eligible pool and the rest, at the snapshot's instant."""
+    if snapshot.checked is not None:
+        eligible, failed = snapshot.checked.judge(snapshot.at_ms, rules, previous_winners)
+        return Judgement(snapshot, snapshot.at_ms, eligible, failed)
+    t = snapshot.table
+    last, spend = t.integers(LAST), t.integers(SPEND)
+    assert last is not None  # checked by `table`
+    assert spend is not None
+    cutoff = snapshot.at_ms - int(rules.active_window.total_seconds() * 1000)
+    none = np.zeros(t.rows, dtype=np.bool_)
+    failed = {
+        Reason.EXCLUDED: t.equals(EXCLUDED, b"1"),
+        Reason.OUTSIDE_AREAS: ~t.among(AREA, rules.areas),
+        Reason.NOT_ACTIVE: last < cutoff,
+        Reason.BELOW_MIN_SPEND: spend < rules.min_spend_cents,
+        Reason.TIER: none if rules.tiers is None else ~t.among(TIER, rules.tiers),
+        Reason.PREVIOUS_WINNER: t.among(CARD, frozenset(previous_winners)),
+    }
+    ok = np.ones(t.rows, dtype=np.bool_)
+    for mask in failed.values():
+        ok &= ~mask
+    order = snapshot.card_order
+    cards = t.fixed(CARD)[order[ok[order]]].tolist()
+    eligible = tuple(b"\n".join(cards).decode().split("\n")) if cards else ()
+    return Judgement(snapshot, snapshot.at_ms, eligible, failed)

@@ -1,0 +1,2 @@
+"""The daemon: `Service`, the one async composition root that owns every connection
+and task, and the jobs it runs (scheduler, timed actions, claim timers, retention)."""

@@ -1,0 +1,372 @@
+"""Data retention: how long each kind of data a site keeps lives (`RetentionPolicy`, plain
+rules on dates), and the sweeper that enforces it on Redis and on the audit archive
+(`RetentionSweeper`, a daemon task). The table of every key family, how long it is kept
+and why, is docs/retention.md.
+
+What the sweeper removes, on the daemon's clock, a bounded batch per Redis call:
+
+- `day:{day}:{card}`, `dayspend:{day}`, `visits:{day}`: a gaming day older than
+  `BONUSD_RETENTION_GAMING_DAYS`, unless a promotion's campaign (its earning windows
+  through its prize letters' lapse, plus `BONUSD_RETENTION_CAMPAIGN_GRACE_DAYS`) covers
+  it. The day's `visits` set names every card with a `day` key, so a day is removed
+  card by card, `visits` last: an interrupted sweep resumes where it stopped.
+- `seen:{hour}`: an hour older than the de-duplication window (they carry a TTL set by
+  apply.lua; this also clears those left from a longer window).
+- `deadletters`: entries older than `BONUSD_RETENTION_DEADLETTER_DAYS` (MINID).
+- `token:{id}`: tokens expired or revoked more than `BONUSD_RETENTION_TOKEN_DAYS` ago.
+- The audit trail is never removed from Redis: it is copied, record by record, to the
+  archive (bonusd/audit/archive.py), whose month files are kept
+  `BONUSD_RETENTION_AUDIT_DAYS` (three years at least) and then deleted, oldest first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from redis.asyncio import Redis
+
+from bonusd.audit.archive import AuditArchive
+from bonusd.audit.chain import from_jsonl
+from bonusd.clocks.clock import Clock, GamingCalendar, sleep_until_or_stop
+from bonusd.errors import AuditFormatError
+from bonusd.floor.rules import HOUR_MS
+from bonusd.infra.backoff import Backoff, pause
+from bonusd.infra.keys import Keys
+from bonusd.infra.redisclient import REDIS_ERRORS
+from bonusd.promotions import Promotion, earning_window
+from bonusd.promotions.timing import prize_letters_lapse_at
+from bonusd.settings import Settings
+
+logger = logging.getLogger(__name__)
+DAY_MS = 24 * HOUR_MS
+MAX_BATCHES_PER_SWEEP = 200  # the rest waits for the next sweep
+AUDIT_MIN_DAYS = 1096  # three years, leap day included (promotion-competition rules)
+
+# key families of a site (the part of the key after `{prefix}:{site}:` up to the first
+# variable part), for reports; anything else is "other"
+FAMILIES = (
+    "seen", "day", "dayspend", "visits", "deadletters", "audit", "ledger", "session", "at",
+    "active", "active-index", "lastseen", "floor-place", "floor-lastplay", "floor-ended-card",
+    "floor-ended-slot", "member", "members", "member-index", "unregistered", "device",
+    "devices", "stats", "token", "tokens", "pwf", "pm", "act", "lb", "lbpub", "lbhist",
+    "seats", "pool", "poolfile", "rapsfloor", "seed", "fired", "schedule-seed", "sms",
+    "deadlines", "letters", "clock", "multipliers-active", "notify", "floor-row", "leader",
+    "rate", "pwd", "floor-row-seq", "floor-row-log", "floor-row-low", "rules",
+)  # fmt: skip
+
+
+def family(relative: str) -> str:
+    """The family of a key given without its site base: `day:2026-10-03:4000123` -> day."""
+    head = relative.split(":", 1)[0]
+    return head if head in FAMILIES else "other"
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """How long each kind of time-bound data is kept. Dates are gaming days."""
+
+    gaming_days: int  # a gaming day's totals are kept this many days after it
+    campaign_grace_days: int  # ... and a campaign's days this long after it ends
+    dedup_window_s: int  # event ids are remembered this long (ingest's window)
+    deadletter_days: int
+    token_days: int  # expired or revoked tokens are kept this long after
+    audit_days: int  # archive files are kept this long after their month
+    campaigns: tuple[tuple[dt.date, dt.date], ...] = ()  # (first day, last day) kept whole
+
+    def __post_init__(self) -> None:
+        if self.audit_days < AUDIT_MIN_DAYS:
+            raise ValueError(
+                f"audit records must be kept at least three years ({AUDIT_MIN_DAYS} days), "
+                f"got {self.audit_days}"
+            )
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, promotions: Sequence[Promotion] = ()
+    ) -> RetentionPolicy:
+        return cls(
+            gaming_days=settings.retention_gaming_days,
+            campaign_grace_days=settings.retention_campaign_grace_days,
+            dedup_window_s=settings.dedup_window_s,
+            deadletter_days=settings.retention_deadletter_days,
+            token_days=settings.retention_token_days,
+            audit_days=settings.retention_audit_days,
+            campaigns=tuple(campaign_span(p) for p in promotions),
+        )
+
+    def with_promotions(self, promotions: Sequence[Promotion]) -> RetentionPolicy:
+        spans = tuple(campaign_span(p) for p in promotions)
+        return RetentionPolicy(**{**self.__dict__, "campaigns": spans})
+
+    def keep_day(self, day: dt.date, today: dt.date) -> bool:
+        """Whether a gaming day's per-member totals, spend and visits are still kept."""
+        if (today - day).days <= self.gaming_days:
+            return True
+        grace = dt.timedelta(days=self.campaign_grace_days)
+        return any(first <= day <= last + grace for first, last in self.campaigns)
+
+    def keep_seen(self, hour: int, now_ms: int) -> bool:
+        """Whether the event ids of event hour `hour` (ms // 1 h) are still needed: events
+        older than the window are dead-lettered, so their ids are not (the TTL's margin)."""
+        return (hour + 1) * HOUR_MS + HOUR_MS > now_ms - self.dedup_window_s * 1000
+
+    def deadletter_min_id(self, server_ms: int) -> str:
+        """The oldest dead-letter stream id kept (stream ids are Redis's own time)."""
+        return f"{server_ms - self.deadletter_days * DAY_MS}-0"
+
+    def keep_token(
+        self, expires: dt.datetime, revoked: dt.datetime | None, now: dt.datetime
+    ) -> bool:
+        end = min(expires, revoked) if revoked else expires
+        return now - end <= dt.timedelta(days=self.token_days)
+
+    def keep_archive_until(self, month_end: dt.date) -> dt.date:
+        return month_end + dt.timedelta(days=self.audit_days)
+
+
+def campaign_span(promotion: Promotion) -> tuple[dt.date, dt.date]:
+    """The gaming days a promotion's standings, draws and claims can read: from its start
+    (or its earliest earning window, e.g. "3 months before the draw") to its end (or its
+    last prize letter's lapse)."""
+    first, last = promotion.start, promotion.end
+    for draw in promotion.draw_list:
+        window = earning_window(promotion, draw)
+        first = min(first, window.first_day)
+        last = max(last, window.last_day, prize_letters_lapse_at(promotion, draw).date())
+    for session in promotion.jackpot_sessions:
+        last = max(last, session.date)
+    return first, last
+
+
+@dataclass
+class SweepReport:
+    """What one sweep did."""
+
+    removed: Counter[str] = field(default_factory=Counter)  # family -> keys or entries
+    archived: int = 0  # audit records copied to the archive
+    pruned: list[str] = field(default_factory=list)  # archive files deleted
+    pending: bool = False  # the batch limit was reached: more next sweep
+
+    def count(self, family: str, n: int) -> None:
+        if n:
+            self.removed[family] += n
+
+    def __str__(self) -> str:
+        parts = [f"{n} {fam}" for fam, n in sorted(self.removed.items()) if n]
+        if self.archived:
+            parts.append(f"{self.archived} audit record(s) archived")
+        if self.pruned:
+            parts.append(f"archive file(s) past retention deleted: {', '.join(self.pruned)}")
+        text = "; ".join(parts) or "nothing due"
+        return text + (" (more next sweep)" if self.pending else "")
+
+
+class RetentionSweeper:
+    """The retention task of one site: `await sweeper.run(stop)` sweeps at start and then
+    every `interval` of the daemon's clock; `sweep()` once. Idempotent: a sweep
+    interrupted anywhere is completed by the next."""
+
+    def __init__(
+        self,
+        *,
+        redis: Redis,
+        keys: Keys,
+        clock: Clock,
+        calendar: GamingCalendar,
+        policy: RetentionPolicy,
+        archive: AuditArchive,
+        interval: dt.timedelta = dt.timedelta(hours=1),
+        batch: int = 1000,
+        promotions: Callable[[], Sequence[Promotion]] | None = None,
+    ) -> None:
+        self.redis, self.keys, self.clock, self.calendar = redis, keys, clock, calendar
+        self.policy, self.archive = policy, archive
+        self.interval, self.batch = interval, batch
+        self._promotions = promotions  # read at each sweep: a reload changes the campaigns
+        self._calls = 0
+        self.sweeps = 0
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        redis: Redis,
+        keys: Keys,
+        clock: Clock,
+        calendar: GamingCalendar,
+        promotions: Callable[[], Sequence[Promotion]],
+    ) -> RetentionSweeper:
+        folder = settings.retention_audit_archive / f"{settings.key_prefix}-{settings.site}"
+        return cls(
+            redis=redis,
+            keys=keys,
+            clock=clock,
+            calendar=calendar,
+            policy=RetentionPolicy.from_settings(settings, promotions()),
+            archive=AuditArchive(folder),
+            interval=dt.timedelta(seconds=settings.retention_interval_s),
+            batch=settings.retention_batch,
+            promotions=promotions,
+        )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        backoff = Backoff()
+        while not stop.is_set():
+            try:
+                report = await self.sweep()
+            except REDIS_ERRORS as exc:
+                logger.warning("retention sweep skipped, Redis unavailable (%s)", exc)
+                if await pause(stop, backoff.next_delay()):
+                    return
+                continue
+            backoff.reset()
+            level = logging.INFO if report.removed or report.archived or report.pruned else 0
+            if level:
+                logger.info("retention sweep: %s", report)
+            wait = dt.timedelta(seconds=1) if report.pending else self.interval
+            if await sleep_until_or_stop(self.clock, self.clock.now() + wait, stop):
+                return
+
+    async def sweep(self) -> SweepReport:
+        """One pass over every family the policy bounds."""
+        if self._promotions is not None:
+            self.policy = self.policy.with_promotions(self._promotions())
+        now = self.clock.now()
+        report = SweepReport()
+        self._calls = 0
+        try:
+            report.archived = await self._archive_audit()
+        except AuditFormatError as exc:  # never fatal to the daemon; loud until fixed
+            logger.error("audit archive not written: %s", exc)
+        report.pruned = [
+            p.name
+            for p in self.archive.prune(now.astimezone(dt.UTC).date(), self.policy.audit_days)
+        ]
+        today = self.calendar.gaming_day(now)
+        await self._days(today, report)
+        await self._seen(int(now.timestamp() * 1000), report)
+        await self._deadletters(report)
+        await self._tokens(now, report)
+        report.pending = self._calls >= MAX_BATCHES_PER_SWEEP
+        self.sweeps += 1
+        return report
+
+    def _budget(self) -> bool:
+        self._calls += 1
+        return self._calls <= MAX_BATCHES_PER_SWEEP
+
+    async def _archive_audit(self) -> int:
+        """Copy the records Redis holds beyond the archive's last one, in batches; the
+        archive's last record must be Redis's record of the same seq, byte for byte."""
+        key = f"{self.keys.base}audit"
+        tail = self.archive.tail()
+        start = tail.seq if tail else 0  # the list's index i holds seq i + 1
+        if tail is not None:
+            same = cast(str | None, await self.redis.lindex(key, start - 1))
+            if same is None or from_jsonl(same)[0].hash != tail.hash:
+                raise AuditFormatError(
+                    f"the archive in {self.archive.folder} ends with record {tail.seq}, which "
+                    "is not this site's record of that seq: a different site or trail? "
+                    "Nothing was archived"
+                )
+        written = 0
+        while self._budget():
+            rows = cast(list[str], await self.redis.lrange(key, start, start + self.batch - 1))
+            if not rows:
+                break
+            n = self.archive.append(from_jsonl("\n".join(rows)))
+            written, start = written + n, start + n
+        return written
+
+    async def _days(self, today: dt.date, report: SweepReport) -> None:
+        days = set()
+        async for key in self.redis.scan_iter(match=f"{self.keys.base}visits:*", count=1000):
+            days.add(key.rsplit(":", 1)[1])
+        async for key in self.redis.scan_iter(match=f"{self.keys.base}dayspend:*", count=1000):
+            days.add(key.rsplit(":", 1)[1])
+        for text in sorted(days):
+            try:
+                day = dt.date.fromisoformat(text)
+            except ValueError:
+                continue
+            if self.policy.keep_day(day, today):
+                continue
+            if not await self._drop_day(text, report):
+                return
+
+    async def _drop_day(self, day: str, report: SweepReport) -> bool:
+        """Remove one gaming day; False when the batch budget ran out first."""
+        visits = f"{self.keys.base}visits:{day}"
+        while True:
+            if not self._budget():
+                return False
+            cards = cast(list[str], await self.redis.srandmember(visits, self.batch))
+            if not cards:
+                break
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.unlink(*(f"{self.keys.base}day:{day}:{c}" for c in cards))
+                pipe.srem(visits, *cards)
+                gone, _ = await pipe.execute()
+            report.count("day", int(gone))
+            await asyncio.sleep(0)  # let ingest in between batches
+        spend = await self.redis.unlink(f"{self.keys.base}dayspend:{day}")
+        report.count("dayspend", int(spend))
+        report.count("visits", 1)
+        logger.info("retention: gaming day %s removed (past its retention)", day)
+        return True
+
+    async def _seen(self, now_ms: int, report: SweepReport) -> None:
+        old: list[str] = []
+        async for key in self.redis.scan_iter(match=f"{self.keys.base}seen:*", count=1000):
+            tail = key.rsplit(":", 1)[1]
+            if tail.isdigit() and not self.policy.keep_seen(int(tail), now_ms):
+                old.append(key)
+        for i in range(0, len(old), self.batch):
+            if not self._budget():
+                return
+            report.count("seen", int(await self.redis.unlink(*old[i : i + self.batch])))
+
+    async def _deadletters(self, report: SweepReport) -> None:
+        if not self._budget():
+            return
+        seconds, micros = await self.redis.time()
+        server_ms = int(seconds) * 1000 + int(micros) // 1000
+        min_id = self.policy.deadletter_min_id(server_ms)
+        gone = await self.redis.xtrim(
+            f"{self.keys.base}deadletters", minid=min_id, approximate=False
+        )
+        report.count("deadletters", int(gone))
+
+    async def _tokens(self, now: dt.datetime, report: SweepReport) -> None:
+        index = f"{self.keys.base}tokens"
+        ids = sorted(cast(set[str], await self.redis.smembers(index)))
+        for i in range(0, len(ids), self.batch):
+            if not self._budget():
+                return
+            part = ids[i : i + self.batch]
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for token_id in part:
+                    pipe.hmget(f"{self.keys.base}token:{token_id}", ["expires", "revoked"])
+                rows = cast(list[list[str | None]], await pipe.execute())
+            old = [t for t, row in zip(part, rows, strict=True) if not self._keep_token(row, now)]
+            if old:
+                async with self.redis.pipeline(transaction=True) as pipe:
+                    pipe.unlink(*(f"{self.keys.base}token:{t}" for t in old))
+                    pipe.srem(index, *old)
+                    await pipe.execute()
+                report.count("token", len(old))
+
+    def _keep_token(self, row: list[str | None], now: dt.datetime) -> bool:
+        expires, revoked = row
+        if not expires:
+            return False  # listed but gone: drop it from the index
+        end = dt.datetime.fromisoformat(expires)
+        gone = dt.datetime.fromisoformat(revoked) if revoked else None
+        return self.policy.keep_token(end, gone, now)

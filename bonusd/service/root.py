@@ -1,0 +1,436 @@
+"""The composition root: one `Service` owns every connection and task of the daemon.
+
+    async with Service(settings) as service:
+        await service.run()        # until SIGTERM/SIGINT or service.stop()
+
+Startup opens the Redis pool and loads the scripts; the main phase runs ingest, the push,
+the HTTP server and the leader election in one TaskGroup. While this daemon holds the
+site's lease (bonusd/infra/leader.py, docs/leader.md) it also runs the leader's tasks: the
+scheduler with its timed actions (bonusd/service/actions.py), the claim timers, the SMS notices,
+the idle sweeper and the retention sweeper. Shutdown stops intake, lets the consumer
+commit what it holds, stops the leader's tasks and releases the lease, stops the HTTP
+server and closes the pool, within deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import gc
+import logging
+import signal
+from collections.abc import Generator
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+from bonusd.access.auth import TokenStore
+from bonusd.access.ratelimit import RateLimits
+from bonusd.api.app import create_app
+from bonusd.api.context import ApiContext
+from bonusd.audit.chain import Kind
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import Clock, GamingCalendar
+from bonusd.draws.desk import DrawDesk
+from bonusd.floor.accounting import PromotionBook
+from bonusd.floor.idlesweep import sweep_idle
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import DecodeLimits, TelemetryDecoder
+from bonusd.infra.health import Health
+from bonusd.infra.keys import Keys
+from bonusd.infra.leader import Leadership
+from bonusd.infra.metrics import Metrics
+from bonusd.infra.redisclient import REDIS_ERRORS, redis_client
+from bonusd.infra.sharedclock import SharedClock, clock_from
+from bonusd.ingest.consumer import CommitHook, Ingest
+from bonusd.ingest.target import MqttTarget
+from bonusd.notices.notifier import SmsNotifier
+from bonusd.notices.outbox import Outbox
+from bonusd.promotions import Promotion, diff_promotions
+from bonusd.promotions.rulesync import RuleSync, site_promotions
+from bonusd.promotions.store import PromotionStore
+from bonusd.promotions.summaries import DrawSummaries
+from bonusd.push.hub import PushHub
+from bonusd.raps.desk import JackpotDesk
+from bonusd.service.actions import ScheduledActions
+from bonusd.service.claimtimers import ClaimTimers
+from bonusd.service.retention import RetentionSweeper
+from bonusd.service.scheduler import Scheduler
+from bonusd.settings import Settings
+
+logger = logging.getLogger(__name__)
+# Redis is pinged this often, and a ping not answered within the timeout counts as an
+# outage: a hung Redis (SIGSTOP, a full disk, a stuck failover) turns /health degraded
+# within their sum, not only a refused connection (issue 14: 1.5 s, measured in
+# docs/robustness.md).
+REDIS_WATCH_INTERVAL_S = 0.5
+REDIS_PROBE_TIMEOUT_S = 1.0
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: SIGTERM belongs to the `Service`."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class Service:
+    """The daemon: ingest, floor upkeep and HTTP API for one site."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        serve_http: bool = True,
+        on_commit: CommitHook | None = None,
+    ) -> None:
+        self.settings = settings
+        self.calendar = GamingCalendar(settings.zone, settings.gaming_day_start)
+        self.keys = Keys(settings.key_prefix, settings.site)
+        self.metrics = Metrics()
+        self.health = Health()
+        self.stop_event = asyncio.Event()
+        self._serve_http = serve_http
+        self.redis = redis_client(settings, daemon=True)  # one Redis or a Redis Cluster
+        self.clock = clock or clock_from(
+            settings.clock_start,
+            settings.clock_speed,
+            settings.clock,
+            redis=self.redis,
+            prefix=SharedClock.site_prefix(settings.key_prefix, settings.site),
+            changed_by=f"bonusd-{settings.site}",
+        )
+        self.promotions = site_promotions(settings.promotions, settings.site)
+        self.store = FloorStore(
+            self.redis,
+            self.keys,
+            dedup_ttl_s=settings.dedup_window_s + 3600,
+            deadletter_maxlen=settings.deadletter_maxlen,
+            deadletter_payload_bytes=settings.deadletter_payload_bytes,
+            book=PromotionBook(self.promotions),
+        )
+        self.decoder = TelemetryDecoder(
+            prefix=settings.topic_prefix,
+            site=settings.site,
+            calendar=self.calendar,
+            limits=DecodeLimits(
+                max_payload_bytes=settings.max_payload_bytes,
+                max_future_skew=dt.timedelta(seconds=settings.max_future_skew_s),
+                max_age=dt.timedelta(seconds=settings.dedup_window_s),
+            ),
+        )
+        self.ingest = Ingest(
+            target=MqttTarget.from_settings(settings),
+            client_id=settings.client_id,
+            topic_filter=self.decoder.topic_filter(),
+            shared_group=settings.mqtt_shared_group,
+            session_expiry_s=settings.mqtt_session_expiry_s,
+            receive_maximum=settings.mqtt_receive_maximum,
+            batch_max=settings.batch_max,
+            decoder=self.decoder,
+            store=self.store,
+            clock=self.clock,
+            metrics=self.metrics,
+            health=self.health,
+            backoff_max_s=settings.backoff_max_s,
+            on_commit=on_commit,
+        )
+        self.tokens = TokenStore(self.redis, self.keys, RateLimits.from_settings(settings))
+        self.audit = AuditStore(self.redis, self.keys)
+        self.promotion_store = PromotionStore(self.redis, self.keys, self.promotions)
+        self.draws = DrawDesk(
+            redis=self.redis,
+            keys=self.keys,
+            audit=self.audit,
+            promotions=self.promotion_store,
+            clock=self.clock,
+            on_deadline_change=self._poke_timers,
+        )
+        self.jackpots = JackpotDesk(
+            redis=self.redis,
+            keys=self.keys,
+            audit=self.audit,
+            promotions=self.promotion_store,
+            clock=self.clock,
+            calendar=self.calendar,
+            on_deadline_change=self._poke_timers,
+        )
+        self.notices = SmsNotifier(  # SMS to winners who opted in (docs/notices.md)
+            settings=settings,
+            outbox=Outbox(self.redis, self.keys),
+            store=self.store,
+            promotions=self.promotion_store,
+            clock=self.clock,
+            metrics=self.metrics,
+        )
+        self.push = self._push_hub(settings)  # live views for screens and handhelds
+        self.rules = RuleSync(  # the same promotion rules on every daemon of the site
+            redis=self.redis,
+            keys=self.keys,
+            folder=settings.promotions,
+            site=settings.site,
+            current=lambda: self.promotions,
+            apply=self._apply_promotions,
+        )
+        self.leader = Leadership(  # who runs the work that must run once (docs/leader.md)
+            redis=self.redis,
+            keys=self.keys,
+            holder=settings.client_id,
+            ttl_s=settings.leader_ttl_s,
+            renew_s=settings.leader_renew_s,
+            poll_s=settings.leader_poll_s,
+            health=self.health,
+            metrics=self.metrics,
+        )
+        self.actions = ScheduledActions(
+            redis=self.redis,
+            keys=self.keys,
+            clock=self.clock,
+            draw_grace=dt.timedelta(seconds=settings.draw_grace_s),
+            promotions=self.promotion_store,
+            draws=self.draws,
+            jackpots=self.jackpots,
+            push=self.push,
+        )
+        self.timers = ClaimTimers(
+            redis=self.redis,
+            key=self.draws.deadlines,
+            clock=self.clock,
+            owners=self.actions.timer_owners(),
+            fence=self.leader.fence,
+            channel=self.push.channel,  # steps taken on the site's other daemons
+        )
+        self.app = create_app(
+            ApiContext(
+                store=self.store,
+                health=self.health,
+                metrics=self.metrics,
+                clock=self.clock,
+                calendar=self.calendar,
+                site=settings.site,
+                tokens=self.tokens,
+                promotions=self.promotion_store,
+                summaries=DrawSummaries(self.promotion_store),
+                audit=self.audit,
+                draws=self.draws,
+                jackpots=self.jackpots,
+                reload_promotions=self.reload_promotions,
+                push=self.push,
+            )
+        )
+        self.scheduler = Scheduler(
+            promotions=self.promotions,
+            clock=self.clock,
+            redis=self.redis,
+            keys=self.keys,
+            handlers=self.actions.handlers(),
+            fence=self.leader.fence,
+        )
+        self.retention = RetentionSweeper.from_settings(  # docs/retention.md
+            settings,
+            redis=self.redis,
+            keys=self.keys,
+            clock=self.clock,
+            calendar=self.calendar,
+            promotions=lambda: self.promotions,
+        )
+        self._http: uvicorn.Server | None = None
+
+    async def __aenter__(self) -> Service:
+        self.health.redis_ok = True  # assume so until a probe says otherwise, so it logs once
+        if isinstance(self.clock, SharedClock):  # no shared time without Redis: wait for it
+            await self.clock.open_when_available(self.stop_event)
+        if not await self._probe_redis():
+            logger.warning("starting anyway; ingest waits for Redis")
+        else:
+            # the first gaming day telemetry covers ("3 months actives" falls back to the
+            # member record's last_visit before it)
+            today = self.calendar.gaming_day(self.clock.now()).isoformat()
+            await self.redis.hsetnx(self.keys.stats, "telemetry_since", today)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.redis.aclose()
+        logger.info("bonusd stopped: %d message(s) committed this run", self.ingest.committed)
+
+    def stop(self) -> None:
+        """Ask the daemon to shut down (what SIGTERM does)."""
+        self.stop_event.set()
+
+    async def run(self, *, install_signal_handlers: bool = True) -> None:
+        """Run until stopped. Broker or Redis outages are waited out, never fatal."""
+        loop = asyncio.get_running_loop()
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
+        # What start-up built (settings, promotions, the app, imported modules) lives as
+        # long as the process: keep it out of the collector's full passes, which would
+        # otherwise pause ingest for tens of milliseconds at a time.
+        gc.freeze()
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.ingest.run(self.stop_event), name="ingest")
+                tg.create_task(self._watch_redis(), name="redis-watch")
+                tg.create_task(self.push.run(self.stop_event), name="push")
+                tg.create_task(self.rules.run(self.stop_event), name="rules")
+                tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
+                if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
+                    every, raps = self.settings.raps_floor_sync_s, self._has_raps
+                    floor = self.jackpots.live_floor.follow(self.stop_event, every, raps)
+                    tg.create_task(floor, name="raps-floor")
+                if isinstance(self.clock, SharedClock):
+                    tg.create_task(self.clock.watch(self.stop_event), name="clock-watch")
+                if self._serve_http:
+                    tg.create_task(self._serve(), name="http")
+                logger.info(
+                    "bonusd running for site %s (clock %s, speed x%s)",
+                    self.settings.site,
+                    self.clock.now().isoformat(),
+                    self.settings.clock_speed,
+                )
+        finally:
+            if install_signal_handlers:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+
+    async def _lead(self, stop: asyncio.Event) -> None:
+        """What only the site's leader runs, until `stop` (docs/leader.md)."""
+        sweeper = sweep_idle(
+            store=self.store,
+            clock=self.clock,
+            metrics=self.metrics,
+            settings=self.settings,
+            stop=stop,
+        )
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.scheduler.run(stop), name="scheduler")
+            tg.create_task(self.timers.run(stop), name="claim-timers")
+            tg.create_task(self.notices.run(stop), name="sms-notices")
+            tg.create_task(sweeper, name="idle-sweeper")
+            tg.create_task(self.retention.run(stop), name="retention")
+
+    # -- rule changes -----------------------------------------------------------------------
+
+    async def reload_promotions(self, actor: str) -> list[dict[str, Any]]:
+        """Re-read the promotion files; apply the new rules from now on and record every
+        change with who and when. A broken file raises `PromotionFileError` and the
+        running rules stay as they are."""
+        new = site_promotions(self.settings.promotions, self.settings.site)
+        old = {p.id: p for p in self.promotions}
+        now = self.clock.now().isoformat()
+        records = []
+        for p in new:
+            if p.id not in old:
+                changes = ["promotion added"]
+            else:
+                changes = [str(c) for c in diff_promotions(old[p.id], p)]
+            if changes:
+                records.append({"at": now, "actor": actor, "promotion": p.id, "changes": changes})
+        for pid in old.keys() - {p.id for p in new}:
+            records.append(
+                {"at": now, "actor": actor, "promotion": pid, "changes": ["promotion removed"]}
+            )
+        for r in records:  # into the hash-chained audit trail, with who and when
+            await self.audit.append(
+                at=self.clock.now(),
+                actor=actor,
+                kind=Kind.RULE_CHANGE,
+                payload={"promotion": r["promotion"], "changes": r["changes"]},
+            )
+        self._apply_promotions(new)
+        await self.rules.publish()  # the other daemons of the site follow
+        logger.warning("promotion rules reloaded by %s: %d change record(s)", actor, len(records))
+        return records
+
+    def _has_raps(self) -> bool:
+        return any(p.jackpot_sessions for p in self.promotions)
+
+    def _apply_promotions(self, new: tuple[Promotion, ...]) -> None:
+        """Run `new` from now on: points, standings, the scheduler's timetable."""
+        self.promotions = new
+        self.store.book = PromotionBook(new)
+        self.promotion_store.promotions = {p.id: p for p in new}
+        self.scheduler.reload(new)
+
+    def _poke_timers(self) -> None:
+        self.timers.poke()
+
+    def _push_hub(self, settings: Settings) -> PushHub:
+        """The push hub, reading books through desks of its own: a book the service's desks
+        are changing (command run, commit pending) is never what a screen shows."""
+        r, k, a, c, p = self.redis, self.keys, self.audit, self.clock, self.promotion_store
+        draws = DrawDesk(redis=r, keys=k, audit=a, promotions=p, clock=c)
+        jackpots = JackpotDesk(
+            redis=r, keys=k, audit=a, promotions=p, clock=c, calendar=self.calendar
+        )
+        return PushHub(
+            redis=self.redis,
+            keys=self.keys,
+            clock=self.clock,
+            zone=settings.zone,
+            promotions=self.promotion_store,
+            draw_book=draws.book,
+            session_book=jackpots.book,
+            queue_size=settings.push_queue_size,
+            resume_deltas=settings.push_resume_deltas,
+            ping_every_s=settings.push_ping_s,
+            handshake_s=settings.push_handshake_s,
+        )
+
+    async def _probe_redis(self) -> bool:
+        """Ping Redis and record the answer in health; never raises for an outage. No
+        answer within `REDIS_PROBE_TIMEOUT_S` is an outage too (a hung Redis)."""
+        try:
+            async with asyncio.timeout(REDIS_PROBE_TIMEOUT_S):
+                await self.redis.ping()
+        except (*REDIS_ERRORS, TimeoutError) as exc:
+            problem = str(exc) or f"no answer to a ping within {REDIS_PROBE_TIMEOUT_S}s"
+            if self.health.redis_ok:
+                logger.warning(
+                    "Redis at %s is not answering (%s)", self.settings.redis_url, problem
+                )
+                self.metrics.reconnects.labels("redis").inc()
+            self.health.redis_ok = False
+            self.health.redis_error = problem
+            self.metrics.connected.labels("redis").set(0)
+            return False
+        if not self.health.redis_ok:
+            logger.warning("Redis at %s answers again", self.settings.redis_url)
+        self.health.redis_ok = True
+        self.health.redis_error = ""
+        self.metrics.connected.labels("redis").set(1)
+        return True
+
+    async def _watch_redis(self) -> None:
+        """Keep /health true to Redis even when no telemetry flows (wall-clock cadence)."""
+        while not self.stop_event.is_set():
+            await self._probe_redis()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), REDIS_WATCH_INTERVAL_S)
+
+    async def _serve(self) -> None:
+        config = uvicorn.Config(
+            self.app,
+            host=self.settings.http_host,
+            port=self.settings.http_port,
+            log_level="warning",
+            lifespan="off",
+            ws_per_message_deflate=self.settings.push_deflate,  # docs/push.md, "Delivery"
+            ws_max_size=64 * 1024,  # clients send a token and pings, nothing more
+            timeout_graceful_shutdown=5,  # then open connections are cancelled
+        )
+        server = _QuietServer(config)
+        self._http = server
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(server.serve(), name="uvicorn")
+            await self.stop_event.wait()
+            server.should_exit = True
