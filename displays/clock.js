@@ -4,7 +4,7 @@
 // deadlines rather than remaining seconds (docs/push.md). Between messages the page runs
 // the daemon's clock forward from the last `at` at the daemon's rate: 1 for real time, the
 // simulated speed in a demo (x60), 0 for a test clock that only moves when told. The daemon
-// writes its rate into the page (pages.py); should two long intervals between messages
+// writes its rate into the page (bonusd/api/pages.py); should two long intervals between messages
 // agree on another rate (a daemon restarted at another speed), that rate is taken. One
 // jump of a test clock is one interval and changes nothing.
 
@@ -60,7 +60,7 @@ export class ServerClock {
   }
 }
 
-/** The floor's time zone, which the daemon writes into each page (pages.py). */
+/** The floor's time zone, which the daemon writes into each page (bonusd/api/pages.py). */
 export function floorZone() {
   const meta = document.querySelector('meta[name="bonusd-timezone"]');
   return (meta && meta.content) || undefined;

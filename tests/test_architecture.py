@@ -15,8 +15,9 @@ IO = ("redis", "aiomqtt", "paho", "fastapi", "starlette", "uvicorn", "httpx", "w
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": str(root)}
     return subprocess.run(
-        LINT, cwd=root, capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(root)}
+        LINT, check=False, cwd=root, capture_output=True, text=True, timeout=120, env=env
     )
 
 

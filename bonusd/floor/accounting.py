@@ -9,7 +9,7 @@ deltas) counts as N rated plays at its end time `ts`, its points multiplied as o
 (docs/telemetry.md, "Aggregated play"). Eligibility (tiers, exclusions, age) is not
 judged here but when standings are read, so an exclusion takes effect at once.
 
-This module is pure: it describes a `FloorEvent`'s effects (see `effects.py`).
+This module is pure: it describes a `FloorEvent`'s effects (see `bonusd/floor/effects.py`).
 
     pwf:{promotion}:{draw}:{field}            hash  card -> value, for the fields
                                                     {side}_points, {side}_plays, {side}_reached,

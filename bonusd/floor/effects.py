@@ -1,9 +1,10 @@
 """What a batch of events does to Redis, gathered before it is written.
 
-The floor rules (`floor.py`) and promotion accounting (`accounting.py`) describe each
-event's effects on an `Effects` object. Commutative effects — increments, maxima, set
-members, last-writer values — are merged as they arrive, so a batch of 500 events that
-touch one player's day 500 times becomes one increment. Session moves depend on order
+The floor rules (`bonusd/floor/rules.py`) and promotion accounting
+(`bonusd/floor/accounting.py`) describe each event's effects on an `Effects` object.
+Commutative effects — increments, maxima, set members, last-writer values — are merged
+as they arrive, so a batch of 500 events that touch one player's day 500 times becomes
+one increment. Session moves depend on order
 and stay a per-event list. `lua/apply.lua` writes it all in one atomic step.
 
 Keys are relative to the site's key base.
@@ -28,7 +29,7 @@ class Effects:
     members: set[Slot] = field(default_factory=set)  # SADD
     # SADD a member; when it is new to the set, HINCRBY a counter (distinct days = visits)
     counted: dict[Slot, Slot] = field(default_factory=dict)
-    # in event order: [card, op, args...] for the session moves IN / P / OUT (floor.py)
+    # in event order: [card, op, args...] for the session moves IN / P / OUT (bonusd/floor/rules.py)
     sessions: list[list[str]] = field(default_factory=list)
     cards: set[str] = field(default_factory=set)
 

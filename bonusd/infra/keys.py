@@ -22,7 +22,8 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
                                                   change, for the daemons' mirrors
     {prefix}:{site}:floor-row-low          string changes up to it may be gone from the log
     {prefix}:{site}:rules                  string the fingerprint of the promotion rules the
-                                                  site runs (also a channel; rulesync.py)
+                                                  site runs (also a channel;
+                                                  bonusd/promotions/rulesync.py)
     {prefix}:{site}:floor-ended-card       zset   card -> newest event of its ended session (ms)
     {prefix}:{site}:floor-ended-slot       zset   place -> the same, per EGM or table seat
                                                   (late events; pruned past the dedup window)

@@ -11,8 +11,9 @@ Keys (all under the site's hash tag):
                                        POOL record, the eligibility report derives from it
     ledger:{subject}           list    the session's audit records (see audit_store)
     deadlines                  zset    `raps:{subject}` -> its next timer (epoch seconds)
-    floor-row                  hash    read only: the ingest's line per active card (keys.py),
-                                       mirrored in the daemon (`floormirror`)
+    floor-row                  hash    read only: the ingest's line per active card
+                                       (bonusd/infra/keys.py), mirrored in the daemon
+                                       (`bonusd.raps.mirror`)
 
 A step loads the session's book (cached; brought up to date from the ledger's tail),
 runs a pure command on it and commits the entries against the ledger length it read,

@@ -1,6 +1,6 @@
 """The live floor a daemon keeps in memory for RAPS picks: a mirror of the ingest's
-`floor-row` index (one line per carded-in card, `keys.py`), so that a jackpot pick reads
-only what changed since the mirror last looked, and judges columns checked once per row
+`floor-row` index (one line per carded-in card, `bonusd/infra/keys.py`), so that a jackpot
+pick reads only what changed since the mirror last looked, and judges columns checked once per row
 when the row arrived, instead of reading and checking 20,000 lines at every pick.
 
 Every script that writes `floor-row` also logs which cards' rows it changed, under a
