@@ -21,10 +21,12 @@ run: services
 	@.venv/bin/bonusd run
 
 ## The whole default test suite (real Redis, real Mosquitto started by the tests, and
-## Debian's headless Chromium for the page tests in tests/browser/).
+## Debian's headless Chromium for the page tests in tests/browser/), in two worker
+## processes (each test has its own key and topic prefix; each worker its own broker).
+TEST_WORKERS ?= 2
 test: setup
 	@scripts/ensure-services.sh --with-test-tools --with-chromium
-	@.venv/bin/pytest -m "not slow" $(PYTEST_ARGS)
+	@.venv/bin/pytest -m "not slow" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 ## Long-running tests (soak, full rehearsal).
 test-slow: setup

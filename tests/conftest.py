@@ -129,7 +129,12 @@ async def running(settings: Settings, clock: ManualClock | None = None) -> Async
             valid_for=dt.timedelta(days=365),
         )
         headers = {"Authorization": f"Bearer {admin.token}"}
-        async with httpx.AsyncClient(base_url=base, timeout=10, headers=headers) as http:
+        # idle connections dropped before the server's keep-alive timeout (uvicorn: 5 s)
+        # ends them: reusing one the server is closing fails with ReadError
+        limits = httpx.Limits(keepalive_expiry=2)
+        async with httpx.AsyncClient(
+            base_url=base, timeout=10, headers=headers, limits=limits
+        ) as http:
             async with asyncio.timeout(10):
                 while True:
                     with contextlib.suppress(httpx.TransportError):
