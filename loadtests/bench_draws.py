@@ -201,7 +201,7 @@ class DrawBench:
         the round's pool frozen and archived."""
         self.clock.set(self.draw_time(draw_id))
         pool = dataclasses.replace(base, draw_id=draw_id, closed_at=self.clock.now())
-        await self.r.set(self.desk.promotions.key("pool", PID, draw_id), pool.canonical())
+        await self.r.set(self.desk.promotions.keys.pool(PID, draw_id), pool.canonical())
         await self.desk.commit_seeds(PID, draw_id)
         await self.desk.close_bin(PID, draw_id)
 

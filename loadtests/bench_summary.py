@@ -52,9 +52,11 @@ async def _populate(r: aioredis.Redis, store: PromotionStore, members: int, with
             cols["visits"][c] = 1
             cols["slots_visits"][c] = 1
         for name, values in cols.items():
-            await r.hset(store.key("pwf", "montecasino-festa-fortuna", draw, name), mapping=values)  # type: ignore[arg-type]
+            await r.hset(
+                store.keys.window_field("montecasino-festa-fortuna", draw, name), mapping=values
+            )  # type: ignore[arg-type]
         act = dict.fromkeys(played[: with_play // 3], "kiosk")
-        await r.hset(store.key("act", "montecasino-festa-fortuna", draw), mapping=act)  # type: ignore[arg-type]
+        await r.hset(store.keys.activations("montecasino-festa-fortuna", draw), mapping=act)  # type: ignore[arg-type]
 
 
 async def _held(work: object) -> tuple[float, float]:
@@ -96,13 +98,13 @@ async def main() -> None:
     try:
         await _populate(r, store, args.members, args.with_play)
         raw_keys = [
-            store.key("pwf", festa.id, DRAW, f)
+            store.keys.window_field(festa.id, DRAW, f)
             for f in ("slots_points", "slots_plays", "visits", "slots_visits")
         ]
 
         async def bare() -> None:
             async with r.pipeline(transaction=False) as pipe:
-                pipe.hkeys(store.key("act", festa.id, DRAW))
+                pipe.hkeys(store.keys.activations(festa.id, DRAW))
                 for k in raw_keys:
                     pipe.hgetall(k)
                 await pipe.execute()

@@ -1,5 +1,5 @@
 """What the soak samples and how it judges a run: the daemon's RSS, Redis's memory and its
-keys by family (a SCAN of the site, `bonusd.service.retention.family`), with each family's bytes
+keys by family (a SCAN of the site, `bonusd.infra.keys.family`), with each family's bytes
 estimated from `MEMORY USAGE` of a sample of its keys; and the verdicts at the end.
 
 Families are judged by what the retention policy (docs/retention.md) says of them:
@@ -21,7 +21,7 @@ from typing import Any
 
 import redis
 
-from bonusd.service.retention import family
+from bonusd.infra.keys import family
 
 RETAINED = frozenset(
     {"seen", "day", "dayspend", "visits", "deadletters", "token"}  # time-bound: the sweeper

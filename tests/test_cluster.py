@@ -205,7 +205,7 @@ async def test_a_draw_round_to_its_letter(
     pool = EntryPool.freeze(
         promotion_id=test_drawdesk.PID, draw_id="halfway", closed_at=clock.now(), counts=counts
     )
-    await acluster.set(store.key("pool", test_drawdesk.PID, "halfway"), pool.canonical())
+    await acluster.set(store.keys.pool(test_drawdesk.PID, "halfway"), pool.canonical())
     desk = DrawDesk(
         redis=acluster, keys=keys, audit=AuditStore(acluster, keys), promotions=store, clock=clock
     )

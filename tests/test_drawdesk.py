@@ -63,7 +63,7 @@ async def desk(site: str, redis_url: str) -> AsyncIterator[tuple[DrawDesk, Manua
     pool = EntryPool.freeze(
         promotion_id=PID, draw_id="halfway", closed_at=clock.now(), counts=counts
     )
-    await r.set(store.key("pool", PID, "halfway"), pool.canonical())
+    await r.set(store.keys.pool(PID, "halfway"), pool.canonical())
     yield (
         DrawDesk(redis=r, keys=keys, audit=AuditStore(r, keys), promotions=store, clock=clock),
         clock,
@@ -156,9 +156,9 @@ class Site:
             counts=counts,
             seated=[card for _, card in seats],
         )
-        await self.redis.set(self.store.key("pool", PID, draw_id), pool.canonical())
+        await self.redis.set(self.store.keys.pool(PID, draw_id), pool.canonical())
         await self.redis.set(
-            self.store.key("seats", PID, draw_id), json.dumps([list(s) for s in seats])
+            self.store.keys.seats(PID, draw_id), json.dumps([list(s) for s in seats])
         )
 
     async def flag_excluded(self, card: str) -> None:

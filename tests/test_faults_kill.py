@@ -193,10 +193,10 @@ async def test_a_publication_run_again_for_its_instant_changes_nothing(
     instant stays, even if the live board moved since; the history holds it once."""
     async with draw_day(gh_settings, redis_url, site) as d:
         store = d.service.promotion_store
-        board = store.key("lb", GH, "halfway", Side.SLOTS.value)
+        board = store.keys.board(GH, "halfway", Side.SLOTS.value)
         cards = list(NAMES)[:10]
         await d.service.redis.zadd(board, {c: 30_000 + n for n, c in enumerate(cards)})
-        history = store.key("lbhist", GH, "halfway", Side.SLOTS.value)
+        history = store.keys.board_history(GH, "halfway", Side.SLOTS.value)
         before = await d.service.redis.llen(history)  # the scheduler's own, of Nov 6
         first = await store.publish_board(GH, "halfway", Side.SLOTS, FRIDAY)
         await d.service.redis.zadd(board, {cards[0]: 90_000})  # play since the publication

@@ -195,9 +195,9 @@ async def test_a_member_excluded_after_the_freeze_is_passed_over_on_reselection(
     await start(s)
     first = await s.desk.run_jackpot(PID, SID, 1)
     pool = parse_pool(
-        (await s.redis.get(s.key("poolfile", first[0].payload["pool_commitment"]))).encode()
+        (await s.redis.get(s.keys.poolfile(first[0].payload["pool_commitment"]))).encode()
     )
-    seed = bytes.fromhex(await s.redis.get(s.key("seed", f"{PID}.{SID}", "raps", "1")))
+    seed = bytes.fromhex(await s.redis.get(s.keys.seed(f"{PID}.{SID}", "raps", "1")))
     stream = [p.card for p in pick_sequence(pool, seed, 3)]
     assert first[1].payload["card"] == stream[0]
     # the next in the stream is excluded at the desk after the pool froze

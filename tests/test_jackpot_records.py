@@ -43,14 +43,14 @@ async def test_tampering_is_found(s: Site) -> None:
     _, result = await s.desk.verify(J1)
     assert all(v.ok for v in result.values())
     # a pool file changed in Redis
-    key = s.key("poolfile", records[0].payload["pool_commitment"])
+    key = s.keys.poolfile(records[0].payload["pool_commitment"])
     original = await s.redis.get(key)
     await s.redis.set(key, original.replace("E00:1", "E00:2"))
     _, result = await s.desk.verify(J1)
     assert not all(v.ok for v in result.values())
     await s.redis.set(key, original)
     # the archived floor snapshot changed: an ineligible card made eligible, or any edit
-    floor_key = s.key("rapsfloor", J1)
+    floor_key = s.keys.raps_floor(J1)
     snap = await s.redis.hget(floor_key, "1")
     body = snap.partition("\n")[2]
     row = next(r for r in body.split("\n") if r.startswith("X0\t"))

@@ -45,9 +45,6 @@ class Site:
     redis: aioredis.Redis
     keys: Keys
 
-    def key(self, *parts: str) -> str:
-        return self.keys.base + ":".join(parts)
-
 
 def local(hour: int, minute: int = 0, second: int = 0) -> dt.datetime:
     zone = load_promotion(FESTA).zone
@@ -201,7 +198,7 @@ async def test_only_eligible_players_win_and_the_pool_says_why(s: Site) -> None:
     detail = records[2].payload["detail"]
     assert detail["device"].endswith(winner) and detail["bank"] in ("B-main", "B-smoking")
     assert await s.desk.run_jackpot(PID, SID, 1) == []  # idempotent
-    archived = await s.redis.hget(s.key("rapsfloor", J1), "1")
+    archived = await s.redis.hget(s.keys.raps_floor(J1), "1")
     assert hashlib.sha256(archived.encode()).hexdigest() == pool["floor_sha256"]
     facts = json.loads(await s.desk.eligibility_report(J1))
     assert sorted(e["card"] for e in facts["eligible"]) == ELIGIBLE
@@ -243,7 +240,7 @@ async def test_absent_winner_is_reselected_from_the_same_stream(s: Site) -> None
     await s.desk.act(PID, SID, 1, "announce", CREW)
     s.clock.advance(90)
     assert await s.desk.run_due(PID, SID) == 0  # the 90 s are not over yet
-    zset = await s.redis.zrange(s.key("deadlines"), 0, -1, withscores=True)
+    zset = await s.redis.zrange(s.keys.deadlines, 0, -1, withscores=True)
     assert zset == [(f"raps:{PID}.{SID}", (local(14, 31) + dt.timedelta(seconds=90)).timestamp())]
     s.clock.advance(1)
     assert await s.desk.run_due(PID, SID) == 1
@@ -252,9 +249,9 @@ async def test_absent_winner_is_reselected_from_the_same_stream(s: Site) -> None
     second = book.claims[2]
     # the reselection is the next pick of the stream fixed by the seed and the pool
     pool = parse_pool(
-        (await s.redis.get(s.key("poolfile", first[0].payload["pool_commitment"]))).encode()
+        (await s.redis.get(s.keys.poolfile(first[0].payload["pool_commitment"]))).encode()
     )
-    seed = bytes.fromhex(await s.redis.get(s.key("seed", f"{PID}.{SID}", "raps", "1")))
+    seed = bytes.fromhex(await s.redis.get(s.keys.seed(f"{PID}.{SID}", "raps", "1")))
     picks = pick_sequence(pool, seed, 2)
     assert [picks[0].card, picks[1].card] == [book.claims[1].card, second.card]
     ledger = await s.desk.audit.ledger(f"{PID}.{SID}")
@@ -304,7 +301,7 @@ async def test_decline_register(s: Site) -> None:
     book = await s.desk.book(PID, SID)
     assert book.claims[1].state is R.DECLINED_REGISTER and book.won(1) is book.claims[1]
     assert book.jackpots[1].revealed and len(book.claims) == 1
-    assert await s.redis.zscore(s.key("deadlines"), f"raps:{PID}.{SID}") is None
+    assert await s.redis.zscore(s.keys.deadlines, f"raps:{PID}.{SID}") is None
 
 
 async def test_empty_pool_retries_then_carries_the_prize_over(s: Site) -> None:

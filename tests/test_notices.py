@@ -173,7 +173,7 @@ async def env(site: str, redis_url: str) -> AsyncIterator[Env]:
     pool = EntryPool.freeze(
         promotion_id=GH, draw_id="halfway", closed_at=clock.now(), counts=counts
     )
-    await r.set(store.key("pool", GH, "halfway"), pool.canonical())
+    await r.set(store.keys.pool(GH, "halfway"), pool.canonical())
     floor = FloorStore(
         r, keys, dedup_ttl_s=3600, deadletter_maxlen=100, deadletter_payload_bytes=100
     )
@@ -425,7 +425,7 @@ async def test_the_daemon_texts_announces_and_prints(
     pool = EntryPool.freeze(
         promotion_id=GH, draw_id="halfway", closed_at=clock.now(), counts=counts
     )
-    await r.set(PromotionStore(r, keys, []).key("pool", GH, "halfway"), pool.canonical())
+    await r.set(PromotionStore(r, keys, []).keys.pool(GH, "halfway"), pool.canonical())
     await r.aclose()
     base = f"/promotions/{GH}/draws/halfway"
     async with running(gh_settings, clock) as d:

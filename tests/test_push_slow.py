@@ -51,7 +51,7 @@ async def test_a_stuck_client_is_dropped_then_closed_and_delays_nobody(
         # ten members on each live board, so each publication is a sizeable delta (the
         # kernel buffers up to megabytes for a peer that does not read before it blocks)
         for side, cards in (("slots", list(NAMES)[:10]), ("tables", list(NAMES)[10:20])):
-            board = svc.promotion_store.key("lb", GH, "halfway", side)
+            board = svc.promotion_store.keys.board(GH, "halfway", side)
             await svc.redis.zadd(board, {card: 50_000 + n for n, card in enumerate(cards)})
         hello = {"token": await token(d, Role.SIGNAGE, "main")}
 

@@ -74,7 +74,7 @@ async def _run(plan: RehearsalPlan, redis_url: str, mqtt_url: str) -> Rehearsed:
         cards = sorted(members)
         daemon, pools = {}, {}
         for draw in p.draw_list:
-            activated = set(cast(list[str], await r.hkeys(store.key("act", p.id, draw.id))))
+            activated = set(cast(list[str], await r.hkeys(store.keys.activations(p.id, draw.id))))
             stats = await store.window_stats(p, draw, cards)
             for card, st in zip(cards, stats, strict=True):
                 daemon[(draw.id, card)] = standing(

@@ -21,10 +21,10 @@ from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import GamingCalendar, ManualClock
 from bonusd.errors import ConfigError
 from bonusd.floor.rules import HOUR_MS
-from bonusd.infra.keys import Keys
+from bonusd.infra.keys import Keys, family
 from bonusd.promotions import load_promotion
 from bonusd.service import retention
-from bonusd.service.retention import RetentionPolicy, RetentionSweeper, campaign_span, family
+from bonusd.service.retention import RetentionPolicy, RetentionSweeper, campaign_span
 from bonusd.settings import load_settings
 
 SAST = dt.timezone(dt.timedelta(hours=2))

@@ -58,8 +58,8 @@ async def _draw_night(r: aioredis.Redis, keys: Keys) -> PromotionStore:
         "visits": dict.fromkeys(points, 1),
     }
     for name, values in columns.items():
-        await r.hset(live.key("pwf", FESTA, DRAW, name), mapping=values)  # type: ignore[arg-type]
-    await r.hset(live.key("act", FESTA, DRAW), "C1", "kiosk")
+        await r.hset(live.keys.window_field(FESTA, DRAW, name), mapping=values)  # type: ignore[arg-type]
+    await r.hset(live.keys.activations(FESTA, DRAW), "C1", "kiosk")
     return live
 
 

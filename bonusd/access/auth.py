@@ -112,11 +112,11 @@ class TokenStore:
         self.limiter = RateLimiter(redis, keys, limits)
 
     def _key(self, token_id: str) -> str:
-        return f"{self._keys.base}token:{token_id}"
+        return self._keys.token(token_id)
 
     @property
     def _index(self) -> str:
-        return f"{self._keys.base}tokens"
+        return self._keys.tokens
 
     async def issue(
         self, *, role: Role, name: str, now: dt.datetime, valid_for: dt.timedelta, area: str = ""

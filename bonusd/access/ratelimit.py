@@ -120,7 +120,7 @@ class RateLimiter:
         return index, max(left, 1)
 
     def _key(self, bucket: str, subject: str, limit: Limit, now: dt.datetime) -> str:
-        return f"{self._keys.base}rate:{bucket}:{subject}:{self._window(limit, now)[0]}"
+        return self._keys.rate(bucket, subject, self._window(limit, now)[0])
 
     async def count(self, checks: list[Check], now: dt.datetime) -> tuple[int, ...]:
         """Count one more against each limit (one MULTI); each count after it."""

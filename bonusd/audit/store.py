@@ -64,12 +64,12 @@ class AuditStore:
 
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self._redis = redis
-        self._base = keys.base
-        self._list = f"{keys.base}audit"
-        self._notify = f"{keys.base}notify"  # the live push listens here (bonusd.push.hub)
+        self._keys = keys
+        self._list = keys.audit
+        self._notify = keys.notify  # the live push listens here (bonusd.push.hub)
 
     def ledger_key(self, subject: str) -> str:
-        return f"{self._base}ledger:{subject}"
+        return self._keys.ledger(subject)
 
     async def ledger(self, subject: str, start: int = 0) -> list[AuditRecord]:
         """The subject's records from index `start` on."""

@@ -59,7 +59,7 @@ async def live_floors(settings: Settings, records: list[AuditRecord]) -> Floors:
         out: Floors = {}
         for rec in _floor_records(records):
             p = rec.payload
-            raw = await r.hget(f"{keys.base}rapsfloor:{p['draw_id']}", str(p["round"]))
+            raw = await r.hget(keys.raps_floor(p["draw_id"]), str(p["round"]))
             if raw is not None:
                 out[floor_name(p)] = cast(str, raw).encode()
         return out
@@ -77,7 +77,7 @@ async def live(settings: Settings) -> tuple[list[AuditRecord], dict[str, Pool]]:
         for rec in records:
             if rec.kind == Kind.POOL:
                 commitment = rec.payload["pool_commitment"]
-                raw = await r.get(f"{keys.base}poolfile:{commitment}")
+                raw = await r.get(keys.poolfile(commitment))
                 if raw is not None:
                     pools[commitment] = parse_pool(cast(str, raw).encode())
         return records, pools

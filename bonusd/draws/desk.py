@@ -85,12 +85,9 @@ class DrawDesk:
         self._on_records = on_records
 
     # -- keys and plans ---------------------------------------------------------------------
-    def _key(self, *parts: str) -> str:
-        return self.keys.base + ":".join(parts)
-
     @property
     def deadlines(self) -> str:
-        return self._key("deadlines")
+        return self.keys.deadlines
 
     def plan(self, promotion_id: str, draw_id: str) -> DrawPlan:
         promotion, draw = self.promotions.draw(promotion_id, draw_id)
@@ -116,14 +113,14 @@ class DrawDesk:
     # -- loading ----------------------------------------------------------------------------
     async def pool_file(self, commitment: str) -> Pool:
         if commitment not in self._pools:
-            raw = await self.redis.get(self._key("poolfile", commitment))
+            raw = await self.redis.get(self.keys.poolfile(commitment))
             if raw is None:
                 raise DrawError(f"pool file {commitment[:12]}… is missing from Redis")
             self._pools[commitment] = parse_pool(cast(str, raw).encode())
         return self._pools[commitment]
 
     async def _seeds(self, plan: DrawPlan, *, create: bool) -> dict[RoundKey, bytes]:
-        names = [self._key("seed", plan.subject, t, str(r)) for t, r in plan.keys]
+        names = [self.keys.seed(plan.subject, t, str(r)) for t, r in plan.keys]
         seeds = await stored_seeds(self.redis, names, create=create, source=self._seed_source)
         return {k: v for k, v in zip(plan.keys, seeds, strict=True) if v}
 
@@ -247,7 +244,7 @@ class DrawDesk:
 
         def archive(pipe: Any) -> None:
             for pool in pools:
-                pipe.set(self._key("poolfile", pool.commitment), pool.serialise(), nx=True)
+                pipe.set(self.keys.poolfile(pool.commitment), pool.serialise(), nx=True)
 
         records = await self.step(promotion_id, draw_id, command, extra=archive)
         for pool in pools:
@@ -345,7 +342,7 @@ class DrawDesk:
 
         def index(pipe: Any) -> None:
             if letters:
-                pipe.hset(self._key("letters"), mapping=letters)
+                pipe.hset(self.keys.letters, mapping=letters)
 
         return await self._with_exclusions(promotion_id, draw_id, command, extra=index)
 
@@ -422,7 +419,7 @@ class DrawDesk:
 
     async def letter(self, number: str) -> tuple[str, str]:
         """(promotion, draw) of a prize letter number."""
-        subject = await self.redis.hget(self._key("letters"), number)
+        subject = await self.redis.hget(self.keys.letters, number)
         if subject is None:
             raise NotFoundError(f"there is no prize letter {number}")
         return self.resolve(cast(str, subject))
@@ -438,7 +435,7 @@ class DrawDesk:
         for rec in records:
             if rec.kind == Kind.POOL and rec.payload.get("draw_id") == subject:
                 commitment = rec.payload["pool_commitment"]
-                raw = await self.redis.get(self._key("poolfile", commitment))
+                raw = await self.redis.get(self.keys.poolfile(commitment))
                 if raw is not None:
                     pools[commitment] = parse_pool(cast(str, raw).encode())
         chain = verify_chain(records)

@@ -29,6 +29,7 @@ from decimal import Decimal
 
 from bonusd.floor.effects import Effects
 from bonusd.floor.telemetry import FloorEvent
+from bonusd.infra.keys import Relative
 from bonusd.promotions import Promotion
 from bonusd.promotions.multipliers import multiplied, multiplier_windows
 from bonusd.promotions.timing import earning_window
@@ -91,18 +92,17 @@ class PromotionBook:
             for draw_id, opens_ms, closes_ms in promo.draws:
                 if not opens_ms <= ts < closes_ms:
                     continue
-                head = f"{promo.promotion}:{draw_id}"
-                card = event.card
-                fields = f"pwf:{head}:"
-                days = f"pwd:{head}:{card}"
+                pid, card, day = promo.promotion, event.card, event.gaming_day
+                fields = Relative.window_field(pid, draw_id, "")  # + the field's name
+                days = Relative.window_days(pid, draw_id, card, "")  # + the side or "any"
                 fx.incr(f"{fields}{side}_plays", card, event.games)  # `play`: N games
-                fx.add_counted(f"{days}:{side}", event.gaming_day, f"{fields}{side}_visits", card)
-                fx.add_counted(f"{days}:any", event.gaming_day, f"{fields}visits", card)
-                fx.add(f"pm:{head}", card)
+                fx.add_counted(f"{days}{side}", day, f"{fields}{side}_visits", card)
+                fx.add_counted(f"{days}any", day, f"{fields}visits", card)
+                fx.add(Relative.played(pid, draw_id), card)
                 if gained:
                     fx.incr(f"{fields}{side}_points", card, gained)
                     fx.maximum(f"{fields}{side}_reached", card, ts)
-                    fx.score(f"lb:{head}:{side}", card, gained)
+                    fx.score(Relative.board(pid, draw_id, side), card, gained)
 
 
 def _ms(instant: dt.datetime) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from bonusd.floor.effects import Effects
 from bonusd.floor.telemetry import FloorEvent
+from bonusd.infra.keys import Relative
 
 HOUR_MS = 3_600_000
 
@@ -50,12 +51,12 @@ def describe(event: FloorEvent, fx: Effects) -> None:
 
 def _day_totals(event: FloorEvent, fx: Effects) -> None:
     """Gaming-day totals: slots and tables points and spend are kept apart, never summed."""
-    day = f"day:{event.gaming_day}:{event.card}"
+    day = Relative.day(event.gaming_day, event.card)
     side = "slots" if event.kind == "egm" else "tables"
-    fx.add(f"visits:{event.gaming_day}", event.card)
+    fx.add(Relative.visits(event.gaming_day), event.card)
     fx.incr(day, f"{side}_points", event.points)
     fx.incr(day, "spend_cents", event.wager_cents)
-    fx.incr(f"dayspend:{event.gaming_day}", event.card, event.wager_cents)  # RAPS reads it whole
+    fx.incr(Relative.dayspend(event.gaming_day), event.card, event.wager_cents)  # RAPS: whole
     fx.incr(day, f"{side}_spend_cents", event.wager_cents)
     fx.incr(day, "win_cents", event.win_cents)
     if event.type in ("game", "play"):  # a `play` interval is `games` games at its `ts`

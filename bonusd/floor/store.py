@@ -197,7 +197,7 @@ class FloorStore:
             active += int(await self._reindex(keys=[self.keys.floor_row], args=args))
             if progress is not None:
                 progress(len(part))
-        await self.redis.delete(self.keys.base + "floor-lastplay")  # retired: floor-row has it
+        await self.redis.delete(self.keys.retired_floor_lastplay)
         return active
 
     async def import_devices(self, devices: list[Device]) -> int:
@@ -233,7 +233,7 @@ class FloorStore:
         for rel in sorted(index):
             _, k, a = rel.split(":", 2)
             if (kind is None or k == kind) and (area is None or a == area):
-                wanted.append(self.keys.base + rel)
+                wanted.append(self.keys.absolute(rel))
         cards: list[str] = []
         for key in wanted:
             cards += cast(list[str], await self.redis.zrange(key, 0, -1))

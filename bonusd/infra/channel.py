@@ -29,7 +29,7 @@ REVOKED = "token-revoked:"  # no audit subject or kind holds a colon
 
 def notify_channel(keys: Keys) -> str:
     """The site's notification channel (published after every audit commit)."""
-    return f"{keys.base}notify"
+    return keys.notify
 
 
 def revoked_message(token_id: str) -> str:

@@ -34,11 +34,88 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
     {prefix}:{site}:deadletters            stream rejected messages
     {prefix}:{site}:stats                  hash   counters (applied, duplicates, ...)
     {prefix}:{site}:audit                  list   the hash-chained audit trail (JSON)
+
+The families below belong to the packages named; their methods are on `Keys` too, so no
+other module spells a key. The short wire names (`pwf`, `pwd`, `pm`, `lb`, kept for the
+data already in Redis) are explained here, where they are defined:
+
+    ledger:{subject}                       list   a draw's or RAPS session's records (audit)
+    notify                                 channel published with every audit commit
+    token:{id}, tokens                     hash, zset  bearer tokens; their index (access)
+    rate:{bucket}:{subject}:{window}       string a rate-limit count (access)
+    pwf:{promotion}:{draw}:{field}         hash   Promotion Window Field: card -> a window
+                                                  total (points, plays, reached, visits)
+    pwd:{promotion}:{draw}:{card}:{side}   set    Promotion Window Days with play
+    pm:{promotion}:{draw}                  set    Promotion Members with play in the window
+    lb:{promotion}:{draw}:{side}           zset   the live LeaderBoard
+    lbpub:…, lbhist:…                      string, list  the published board; its history
+    act:{promotion}:{draw}                 hash   activations (card -> record)
+    pool:…, seats:…                        string the frozen entry pool; its seated leaders
+    schedule-seed:{promotion}              string the seed of random jackpot times
+    multipliers-active                     set    multiplier windows open now
+    seed:{subject}:{tombola}:{round}       string a round's seed (draws, raps)
+    poolfile:{commitment}                  string an archived pool file
+    rapsfloor:{jackpot}                    hash   attempt -> the archived floor snapshot
+    letters, deadlines                     hash, zset  prize letters; claim deadlines
+    fired:{instant}:{action}:{ids}         string a timed action's once-marker (service)
+    leader, leader:token, leader:fired-by  string, string, hash  the lease (infra)
+    sms:cursor, sms:outbox, sms:due, sms:gateway, sms:lease:{id}  the SMS outbox (notices)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# key families (the part of a key after the site's base up to the first variable part),
+# for reports and the retention census; anything else is "other"
+FAMILIES = (
+    "seen", "day", "dayspend", "visits", "deadletters", "audit", "ledger", "session", "at",
+    "active", "active-index", "lastseen", "floor-place", "floor-lastplay", "floor-ended-card",
+    "floor-ended-slot", "member", "members", "member-index", "unregistered", "device",
+    "devices", "stats", "token", "tokens", "pwf", "pm", "act", "lb", "lbpub", "lbhist",
+    "seats", "pool", "poolfile", "rapsfloor", "seed", "fired", "schedule-seed", "sms",
+    "deadlines", "letters", "clock", "multipliers-active", "notify", "floor-row", "leader",
+    "rate", "pwd", "floor-row-seq", "floor-row-log", "floor-row-low", "rules",
+)  # fmt: skip
+
+
+def family(relative: str) -> str:
+    """The family of a key given without its site base: `day:2026-10-03:4000123` -> day."""
+    head = relative.split(":", 1)[0]
+    return head if head in FAMILIES else "other"
+
+
+class Relative:
+    """Key names without the site's base, as a batch's effects carry them (lua/apply.lua
+    puts the base in front)."""
+
+    @staticmethod
+    def day(day: str, card: str) -> str:
+        return f"day:{day}:{card}"
+
+    @staticmethod
+    def visits(day: str) -> str:
+        return f"visits:{day}"
+
+    @staticmethod
+    def dayspend(day: str) -> str:
+        return f"dayspend:{day}"
+
+    @staticmethod
+    def window_field(promotion: str, draw: str, name: str) -> str:
+        return f"pwf:{promotion}:{draw}:{name}"
+
+    @staticmethod
+    def window_days(promotion: str, draw: str, card: str, side: str) -> str:
+        return f"pwd:{promotion}:{draw}:{card}:{side}"
+
+    @staticmethod
+    def played(promotion: str, draw: str) -> str:
+        return f"pm:{promotion}:{draw}"
+
+    @staticmethod
+    def board(promotion: str, draw: str, side: str) -> str:
+        return f"lb:{promotion}:{draw}:{side}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +178,17 @@ class Keys:
 
     def dayspend(self, day: str) -> str:
         """Hash card -> the gaming day's spend (cents)."""
-        return f"{self.base}dayspend:{day}"
+        return self.base + Relative.dayspend(day)
 
     @property
     def lastseen(self) -> str:
         return f"{self.base}lastseen"
 
     def day(self, day: str, card: str) -> str:
-        return f"{self.base}day:{day}:{card}"
+        return self.base + Relative.day(day, card)
 
     def visits(self, day: str) -> str:
-        return f"{self.base}visits:{day}"
+        return self.base + Relative.visits(day)
 
     @property
     def deadletters(self) -> str:
@@ -125,3 +202,118 @@ class Keys:
     @property
     def stats(self) -> str:
         return f"{self.base}stats"
+
+    def absolute(self, relative: str) -> str:
+        """The key of a name given without the site's base (`Relative`, an index's member)."""
+        return self.base + relative
+
+    @property
+    def retired_floor_lastplay(self) -> str:
+        """No longer written (`floor-row` holds the last play); deleted by a reindex."""
+        return f"{self.base}floor-lastplay"
+
+    def pattern(self, family: str) -> str:
+        """A SCAN pattern for every key of a family with variable parts (`visits`, ...)."""
+        return f"{self.base}{family}:*"
+
+    # -- audit ------------------------------------------------------------------------
+
+    @property
+    def audit(self) -> str:
+        return f"{self.base}audit"
+
+    @property
+    def notify(self) -> str:
+        """The channel published in the same MULTI as every audit commit."""
+        return f"{self.base}notify"
+
+    def ledger(self, subject: str) -> str:
+        return f"{self.base}ledger:{subject}"
+
+    # -- access -----------------------------------------------------------------------
+
+    def token(self, token_id: str) -> str:
+        return f"{self.base}token:{token_id}"
+
+    @property
+    def tokens(self) -> str:
+        return f"{self.base}tokens"
+
+    def rate(self, bucket: str, subject: str, window: int) -> str:
+        return f"{self.base}rate:{bucket}:{subject}:{window}"
+
+    # -- promotions -------------------------------------------------------------------
+
+    @property
+    def rules(self) -> str:
+        return f"{self.base}rules"
+
+    def window_field(self, promotion: str, draw: str, name: str) -> str:
+        return self.base + Relative.window_field(promotion, draw, name)
+
+    def played(self, promotion: str, draw: str) -> str:
+        return self.base + Relative.played(promotion, draw)
+
+    def board(self, promotion: str, draw: str, side: str) -> str:
+        return self.base + Relative.board(promotion, draw, side)
+
+    def board_published(self, promotion: str, draw: str, side: str) -> str:
+        return f"{self.base}lbpub:{promotion}:{draw}:{side}"
+
+    def board_history(self, promotion: str, draw: str, side: str) -> str:
+        return f"{self.base}lbhist:{promotion}:{draw}:{side}"
+
+    def activations(self, promotion: str, draw: str) -> str:
+        return f"{self.base}act:{promotion}:{draw}"
+
+    def pool(self, promotion: str, draw: str) -> str:
+        return f"{self.base}pool:{promotion}:{draw}"
+
+    def seats(self, promotion: str, draw: str) -> str:
+        return f"{self.base}seats:{promotion}:{draw}"
+
+    def schedule_seed(self, promotion: str) -> str:
+        return f"{self.base}schedule-seed:{promotion}"
+
+    # -- draws and RAPS ---------------------------------------------------------------
+
+    def seed(self, subject: str, *parts: str) -> str:
+        """A round's seed: `seed:{draw subject}:{tombola}:{round}` or, for a RAPS session,
+        `seed:{session subject}:raps:{number}`."""
+        return f"{self.base}seed:{':'.join((subject, *parts))}"
+
+    def poolfile(self, commitment: str) -> str:
+        return f"{self.base}poolfile:{commitment}"
+
+    def raps_floor(self, jackpot_id: str) -> str:
+        return f"{self.base}rapsfloor:{jackpot_id}"
+
+    @property
+    def letters(self) -> str:
+        return f"{self.base}letters"
+
+    @property
+    def deadlines(self) -> str:
+        return f"{self.base}deadlines"
+
+    # -- the daemon's own work ---------------------------------------------------------
+
+    def fired(self, marker: str) -> str:
+        """A timed action's once-marker: `fired:{instant}:{action}:{ids}`."""
+        return f"{self.base}fired:{marker}"
+
+    @property
+    def leader(self) -> str:
+        return f"{self.base}leader"
+
+    @property
+    def leader_token(self) -> str:
+        return f"{self.base}leader:token"
+
+    @property
+    def leader_fired_by(self) -> str:
+        return f"{self.base}leader:fired-by"
+
+    def sms(self, part: str) -> str:
+        """The SMS outbox's keys: `cursor`, `outbox`, `due`, `gateway`, `lease:{id}`."""
+        return f"{self.base}sms:{part}"

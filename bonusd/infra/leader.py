@@ -108,7 +108,7 @@ class Fence:
         self._redis = redis
         self._leadership = leadership
         self.lease_key = leadership.lease_key
-        self.fired_by = f"{keys.base}leader:fired-by"  # marker -> token that wrote it
+        self.fired_by = keys.leader_fired_by  # marker -> token that wrote it
         self._claim = redis.register_script(_CLAIM)
         self._mark = redis.register_script(_MARK)
 
@@ -165,8 +165,8 @@ class Leadership:
         metrics: Metrics,
     ) -> None:
         self._redis = redis
-        self.lease_key = f"{keys.base}leader"
-        self.token_key = f"{keys.base}leader:token"
+        self.lease_key = keys.leader
+        self.token_key = keys.leader_token
         self._prefix = f"{holder}#"  # what a restart of this daemon is recognised by
         self.holder = f"{self._prefix}{secrets.token_hex(6)}"
         self.ttl_s, self.renew_s, self.poll_s = ttl_s, renew_s, poll_s

@@ -104,12 +104,12 @@ class Outbox:
 
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self.redis = redis
-        self.audit_list = f"{keys.base}audit"
-        self.cursor = f"{keys.base}sms:cursor"
-        self.outbox = f"{keys.base}sms:outbox"
-        self.due = f"{keys.base}sms:due"
-        self.gateway_key = f"{keys.base}sms:gateway"
-        self._lease_prefix = f"{keys.base}sms:lease:"
+        self.audit_list = keys.audit
+        self.cursor = keys.sms("cursor")
+        self.outbox = keys.sms("outbox")
+        self.due = keys.sms("due")
+        self.gateway_key = keys.sms("gateway")
+        self._lease_prefix = keys.sms("lease:")
         self._enqueue = redis.register_script(_ENQUEUE)
 
     # -- the notifier's side --------------------------------------------------------------

@@ -69,7 +69,7 @@ class RuleSync:
         current: Callable[[], Sequence[Promotion]],
         apply: Callable[[tuple[Promotion, ...]], None],
     ) -> None:
-        self.redis, self.key = redis, keys.base + "rules"
+        self.redis, self.key = redis, keys.rules
         self._folder, self._site = folder, site
         self._current, self._apply = current, apply
         self._reported = ""  # the mismatch last logged, so it is logged once

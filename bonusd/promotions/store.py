@@ -111,10 +111,6 @@ class PromotionStore:
         except KeyError as exc:
             raise NotFoundError(str(exc).strip("'\"")) from None
 
-    def key(self, *parts: str) -> str:
-        """A key of this site from its parts (`pwf`, promotion, draw, ...)."""
-        return self.keys.base + ":".join(parts)
-
     # -- members --------------------------------------------------------------------------
 
     async def member(self, card: str) -> Member:
@@ -138,7 +134,7 @@ class PromotionStore:
             # many members: whole field hashes are cheaper than packing huge HMGETs
             async with self.redis.pipeline(transaction=False) as pipe:
                 for name in STAT_FIELDS:
-                    pipe.hgetall(self.key("pwf", p.id, draw.id, name))
+                    pipe.hgetall(self.keys.window_field(p.id, draw.id, name))
                 maps: list[dict[str, str]] = await pipe.execute()
             return [
                 _stats({n: m.get(card) for n, m in zip(STAT_FIELDS, maps, strict=True)}, since_day)
@@ -146,7 +142,7 @@ class PromotionStore:
             ]
         async with self.redis.pipeline(transaction=False) as pipe:
             for name in STAT_FIELDS:
-                pipe.hmget(self.key("pwf", p.id, draw.id, name), list(cards))
+                pipe.hmget(self.keys.window_field(p.id, draw.id, name), list(cards))
             columns: list[list[str | None]] = await pipe.execute()
         return [
             _stats(
@@ -159,15 +155,17 @@ class PromotionStore:
         p, draw = self.draw(promotion_id, draw_id)
         member = await self.member(card)
         (stats,) = await self.window_stats(p, draw, [card])
-        activated = await self.redis.hexists(self.key("act", p.id, draw.id), card)
+        activated = await self.redis.hexists(self.keys.activations(p.id, draw.id), card)
         return standing(p, draw, member, stats, activated=bool(activated), on_date=draw.date)
 
     async def all_standings(self, promotion_id: str, draw_id: str) -> list[Standing]:
         """The standing of every member with play in the draw's window (or an activation),
         recomputed from the live totals and today's member records."""
         p, draw = self.draw(promotion_id, draw_id)
-        played = cast(set[str], await self.redis.smembers(self.key("pm", p.id, draw.id)))
-        activated = set(cast(list[str], await self.redis.hkeys(self.key("act", p.id, draw.id))))
+        played = cast(set[str], await self.redis.smembers(self.keys.played(p.id, draw.id)))
+        activated = set(
+            cast(list[str], await self.redis.hkeys(self.keys.activations(p.id, draw.id)))
+        )
         return await self._standings(p, draw, sorted(played | activated), activated)
 
     async def _standings(
@@ -191,14 +189,16 @@ class PromotionStore:
         rows = cast(
             list[tuple[str, float]],
             await self.redis.zrevrange(
-                self.key("lb", p.id, draw.id, side.value), 0, -1, withscores=True
+                self.keys.board(p.id, draw.id, side.value), 0, -1, withscores=True
             ),
         )
         cards = [card for card, _ in rows]
         members = await self._members(cards)
         reached = cast(
             dict[str, str],
-            await self.redis.hgetall(self.key("pwf", p.id, draw.id, f"{side.value}_reached")),
+            await self.redis.hgetall(
+                self.keys.window_field(p.id, draw.id, f"{side.value}_reached")
+            ),
         )
         never = dt.datetime.max.replace(tzinfo=dt.UTC)
         entries = [
@@ -236,8 +236,10 @@ class PromotionStore:
             raise ActivationRefused(f"card {card}, draw {draw.id}: {refusal}")
         record = json.dumps({"channel": channel.value, "at": now.isoformat()})
         # the first activation stands; a second through another channel changes nothing
-        await self.redis.hsetnx(self.key("act", p.id, draw.id), card, record)
-        stored = json.loads(cast(str, await self.redis.hget(self.key("act", p.id, draw.id), card)))
+        await self.redis.hsetnx(self.keys.activations(p.id, draw.id), card, record)
+        stored = json.loads(
+            cast(str, await self.redis.hget(self.keys.activations(p.id, draw.id), card))
+        )
         return Activation(card, Channel(stored["channel"]), dt.datetime.fromisoformat(stored["at"]))
 
     # -- leaderboards ---------------------------------------------------------------------
@@ -247,7 +249,7 @@ class PromotionStore:
     ) -> tuple[Ranked, ...]:
         """The top of the live board: eligible members only, ties to who got there first."""
         p, draw = self.draw(promotion_id, draw_id)
-        key = self.key("lb", p.id, draw.id, side.value)
+        key = self.keys.board(p.id, draw.id, side.value)
         entries: list[BoardEntry] = []
         start = 0
         ranked: tuple[Ranked, ...] = ()
@@ -279,7 +281,7 @@ class PromotionStore:
         cards = [card for card, _ in rows]
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hmget(self.keys.member_index, cards)
-            pipe.hmget(self.key("pwf", p.id, draw.id, f"{side.value}_reached"), cards)
+            pipe.hmget(self.keys.window_field(p.id, draw.id, f"{side.value}_reached"), cards)
             index, reached = await pipe.execute()
         out = []
         for (card, score), text, when in zip(rows, index, reached, strict=True):
@@ -303,7 +305,7 @@ class PromotionStore:
             ],
         }
         text = json.dumps(snapshot)
-        latest = self.key("lbpub", promotion_id, draw_id, side.value)
+        latest = self.keys.board_published(promotion_id, draw_id, side.value)
         # once per instant: a run again after a crash (before the scheduler's marker) keeps
         # the board first published then, and adds no second copy to the history
         while True:
@@ -316,7 +318,7 @@ class PromotionStore:
                         return published
                 pipe.multi()  # type: ignore[no-untyped-call]
                 pipe.set(latest, text)
-                pipe.lpush(self.key("lbhist", promotion_id, draw_id, side.value), text)
+                pipe.lpush(self.keys.board_history(promotion_id, draw_id, side.value), text)
                 try:
                     await pipe.execute()
                 except WatchError:
@@ -325,7 +327,7 @@ class PromotionStore:
 
     async def published_board(self, promotion_id: str, draw_id: str, side: Side) -> dict[str, Any]:
         self.draw(promotion_id, draw_id)
-        text = await self.redis.get(self.key("lbpub", promotion_id, draw_id, side.value))
+        text = await self.redis.get(self.keys.board_published(promotion_id, draw_id, side.value))
         if text is None:
             return {
                 "promotion": promotion_id,
@@ -344,7 +346,9 @@ class PromotionStore:
         existing = await self.pool(promotion_id, draw_id)
         if existing is not None:
             return existing
-        activated = set(cast(list[str], await self.redis.hkeys(self.key("act", p.id, draw.id))))
+        activated = set(
+            cast(list[str], await self.redis.hkeys(self.keys.activations(p.id, draw.id)))
+        )
         standings = await self._standings(p, draw, sorted(activated), activated)
         seats: list[list[str]] = []
         if draw.seats is not None:
@@ -356,21 +360,21 @@ class PromotionStore:
         seated = [card for _, card in seats]
         pool = EntryPool.from_standings(p.id, draw, standings, closed_at=now, seated=seated)
         # SET NX: two daemons racing to freeze agree on whichever pool landed first
-        if await self.redis.set(self.key("pool", p.id, draw.id), pool.canonical(), nx=True):
-            await self.redis.set(self.key("seats", p.id, draw.id), json.dumps(seats))
+        if await self.redis.set(self.keys.pool(p.id, draw.id), pool.canonical(), nx=True):
+            await self.redis.set(self.keys.seats(p.id, draw.id), json.dumps(seats))
         frozen = await self.pool(promotion_id, draw_id)
         assert frozen is not None
         return frozen
 
     async def pool(self, promotion_id: str, draw_id: str) -> EntryPool | None:
-        raw = await self.redis.get(self.key("pool", promotion_id, draw_id))
+        raw = await self.redis.get(self.keys.pool(promotion_id, draw_id))
         if raw is None:
             return None
         return EntryPool.parse(raw.encode() if isinstance(raw, str) else raw)
 
     async def seats(self, promotion_id: str, draw_id: str) -> list[tuple[str, str]]:
         """(board, card) of each leaderboard seat taken when the bin closed, in seat order."""
-        raw = await self.redis.get(self.key("seats", promotion_id, draw_id))
+        raw = await self.redis.get(self.keys.seats(promotion_id, draw_id))
         return [(board, card) for board, card in json.loads(raw)] if raw else []
 
     def bin_closes_at(self, promotion_id: str, draw_id: str) -> dt.datetime:

@@ -131,9 +131,9 @@ class DrawSummaries:
                     needed_fields(draw) | {f"{s.value}_points" for s in sides} | {"visits"}
                 )
                 plan.append(wanted)
-                pipe.hkeys(self._store.key("act", p.id, draw.id))
+                pipe.hkeys(self._store.keys.activations(p.id, draw.id))
                 for name in wanted:
-                    pipe.hgetall(self._store.key("pwf", p.id, draw.id, name))
+                    pipe.hgetall(self._store.keys.window_field(p.id, draw.id, name))
             replies = await pipe.execute()
         since = dt.date.fromisoformat(replies[0]) if replies[0] else None
         index = replies[1] if with_index else None
@@ -247,7 +247,7 @@ class DrawSummaries:
         _, inverse, counts = np.unique(points[chosen], return_inverse=True, return_counts=True)
         tied = chosen[counts[inverse] > 1]
         reached = np.zeros(len(cards), np.int64)
-        key = self._store.key("pwf", p.id, draw.id, f"{side.value}_reached")
+        key = self._store.keys.window_field(p.id, draw.id, f"{side.value}_reached")
         names = cards[tied].tolist()
         if len(tied) > len(cards) // 10:  # many ties: one whole-hash read beats a huge HMGET
             when = cast(dict[str, str], await self._redis.hgetall(key))

@@ -21,7 +21,7 @@ async def promotion_timetable(
     promotion in Redis (set once), so a restart, another daemon and the jackpot desk all
     see the same times. A reader (`create=False`) never sets it: `ConflictError` until
     the scheduler has."""
-    key = f"{keys.base}schedule-seed:{promotion.id}"
+    key = keys.schedule_seed(promotion.id)
     if create:
         await redis.set(key, secrets.token_hex(16), nx=True)
     seed = cast(str | None, await redis.get(key))

@@ -96,9 +96,6 @@ class JackpotDesk:
             redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock
         )
 
-    def _key(self, *parts: str) -> str:
-        return self.keys.base + ":".join(parts)
-
     def plan(self, promotion_id: str, session_id: str) -> SessionPlan:
         """The session's plan; a session with random jackpot times needs `load_plan` once
         first (its times come from the scheduler's seed in Redis)."""
@@ -147,14 +144,14 @@ class JackpotDesk:
     # -- loading ----------------------------------------------------------------------------
     async def _seeds(self, plan: SessionPlan, *, create: bool) -> dict[int, bytes]:
         numbers = list(range(1, len(plan.times) + 1))
-        names = [self._key("seed", plan.subject, "raps", str(n)) for n in numbers]
+        names = [self.keys.seed(plan.subject, "raps", str(n)) for n in numbers]
         seeds = await stored_seeds(self.redis, names, create=create, source=self._seed_source)
         return {n: v for n, v in zip(numbers, seeds, strict=True) if v}
 
     async def floor(self, jid: str, attempt: int) -> FloorSnapshot:
         """The archived floor snapshot attempt `attempt` of jackpot `jid` was judged from."""
         if (jid, attempt) not in self._floors:
-            raw = await self.redis.hget(self._key("rapsfloor", jid), str(attempt))
+            raw = await self.redis.hget(self.keys.raps_floor(jid), str(attempt))
             if raw is None:
                 raise BonusdError(
                     f"the floor snapshot of {jid} attempt {attempt} is missing from Redis; "
@@ -272,8 +269,8 @@ class JackpotDesk:
 
         def archive(pipe: Any) -> None:
             for pool, snap in archives:
-                pipe.set(self._key("poolfile", pool.commitment), pool.serialise(), nx=True)
-                key = self._key("rapsfloor", pool.draw_id)
+                pipe.set(self.keys.poolfile(pool.commitment), pool.serialise(), nx=True)
+                key = self.keys.raps_floor(pool.draw_id)
                 pipe.hsetnx(key, str(pool.round_no), snap.serialise())
 
         records = await self.step(promotion_id, session_id, command, extra=archive)
@@ -376,7 +373,7 @@ class JackpotDesk:
         for rec in records:
             if rec.kind == Kind.POOL and rec.payload.get("draw_id") == jackpot_ref:
                 commitment = rec.payload["pool_commitment"]
-                raw = await self.redis.get(self._key("poolfile", commitment))
+                raw = await self.redis.get(self.keys.poolfile(commitment))
                 try:
                     if raw is not None:
                         pools[commitment] = parse_pool(cast(str, raw).encode())
@@ -401,7 +398,7 @@ class JackpotDesk:
     ) -> Mismatch | None:
         """Where the archived floor snapshot does not give the recorded pool, if anywhere."""
         raw = await self.redis.hget(
-            self._key("rapsfloor", rec.payload["draw_id"]), str(rec.payload["round"])
+            self.keys.raps_floor(rec.payload["draw_id"]), str(rec.payload["round"])
         )
         found = None if raw is None else cast(str, raw).encode()
         return check_floor(rec.payload, found, pools.get(rec.payload["pool_commitment"]), rules)

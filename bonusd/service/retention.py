@@ -48,24 +48,6 @@ DAY_MS = 24 * HOUR_MS
 MAX_BATCHES_PER_SWEEP = 200  # the rest waits for the next sweep
 AUDIT_MIN_DAYS = 1096  # three years, leap day included (promotion-competition rules)
 
-# key families of a site (the part of the key after `{prefix}:{site}:` up to the first
-# variable part), for reports; anything else is "other"
-FAMILIES = (
-    "seen", "day", "dayspend", "visits", "deadletters", "audit", "ledger", "session", "at",
-    "active", "active-index", "lastseen", "floor-place", "floor-lastplay", "floor-ended-card",
-    "floor-ended-slot", "member", "members", "member-index", "unregistered", "device",
-    "devices", "stats", "token", "tokens", "pwf", "pm", "act", "lb", "lbpub", "lbhist",
-    "seats", "pool", "poolfile", "rapsfloor", "seed", "fired", "schedule-seed", "sms",
-    "deadlines", "letters", "clock", "multipliers-active", "notify", "floor-row", "leader",
-    "rate", "pwd", "floor-row-seq", "floor-row-log", "floor-row-low", "rules",
-)  # fmt: skip
-
-
-def family(relative: str) -> str:
-    """The family of a key given without its site base: `day:2026-10-03:4000123` -> day."""
-    head = relative.split(":", 1)[0]
-    return head if head in FAMILIES else "other"
-
 
 @dataclass(frozen=True)
 class RetentionPolicy:
@@ -265,7 +247,7 @@ class RetentionSweeper:
     async def _archive_audit(self) -> int:
         """Copy the records Redis holds beyond the archive's last one, in batches; the
         archive's last record must be Redis's record of the same seq, byte for byte."""
-        key = f"{self.keys.base}audit"
+        key = self.keys.audit
         tail = self.archive.tail()
         start = tail.seq if tail else 0  # the list's index i holds seq i + 1
         if tail is not None:
@@ -287,9 +269,9 @@ class RetentionSweeper:
 
     async def _days(self, today: dt.date, report: SweepReport) -> None:
         days = set()
-        async for key in self.redis.scan_iter(match=f"{self.keys.base}visits:*", count=1000):
+        async for key in self.redis.scan_iter(match=self.keys.pattern("visits"), count=1000):
             days.add(key.rsplit(":", 1)[1])
-        async for key in self.redis.scan_iter(match=f"{self.keys.base}dayspend:*", count=1000):
+        async for key in self.redis.scan_iter(match=self.keys.pattern("dayspend"), count=1000):
             days.add(key.rsplit(":", 1)[1])
         for text in sorted(days):
             try:
@@ -303,7 +285,7 @@ class RetentionSweeper:
 
     async def _drop_day(self, day: str, report: SweepReport) -> bool:
         """Remove one gaming day; False when the batch budget ran out first."""
-        visits = f"{self.keys.base}visits:{day}"
+        visits = self.keys.visits(day)
         while True:
             if not self._budget():
                 return False
@@ -311,12 +293,12 @@ class RetentionSweeper:
             if not cards:
                 break
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.unlink(*(f"{self.keys.base}day:{day}:{c}" for c in cards))
+                pipe.unlink(*(self.keys.day(day, c) for c in cards))
                 pipe.srem(visits, *cards)
                 gone, _ = await pipe.execute()
             report.count("day", int(gone))
             await asyncio.sleep(0)  # let ingest in between batches
-        spend = await self.redis.unlink(f"{self.keys.base}dayspend:{day}")
+        spend = await self.redis.unlink(self.keys.dayspend(day))
         report.count("dayspend", int(spend))
         report.count("visits", 1)
         logger.info("retention: gaming day %s removed (past its retention)", day)
@@ -324,7 +306,7 @@ class RetentionSweeper:
 
     async def _seen(self, now_ms: int, report: SweepReport) -> None:
         old: list[str] = []
-        async for key in self.redis.scan_iter(match=f"{self.keys.base}seen:*", count=1000):
+        async for key in self.redis.scan_iter(match=self.keys.pattern("seen"), count=1000):
             tail = key.rsplit(":", 1)[1]
             if tail.isdigit() and not self.policy.keep_seen(int(tail), now_ms):
                 old.append(key)
@@ -339,13 +321,11 @@ class RetentionSweeper:
         seconds, micros = await self.redis.time()
         server_ms = int(seconds) * 1000 + int(micros) // 1000
         min_id = self.policy.deadletter_min_id(server_ms)
-        gone = await self.redis.xtrim(
-            f"{self.keys.base}deadletters", minid=min_id, approximate=False
-        )
+        gone = await self.redis.xtrim(self.keys.deadletters, minid=min_id, approximate=False)
         report.count("deadletters", int(gone))
 
     async def _tokens(self, now: dt.datetime, report: SweepReport) -> None:
-        index = f"{self.keys.base}tokens"
+        index = self.keys.tokens
         ids = sorted(cast(set[str], await self.redis.smembers(index)))
         for i in range(0, len(ids), self.batch):
             if not self._budget():
@@ -353,12 +333,12 @@ class RetentionSweeper:
             part = ids[i : i + self.batch]
             async with self.redis.pipeline(transaction=False) as pipe:
                 for token_id in part:
-                    pipe.hmget(f"{self.keys.base}token:{token_id}", ["expires", "revoked"])
+                    pipe.hmget(self.keys.token(token_id), ["expires", "revoked"])
                 rows = cast(list[list[str | None]], await pipe.execute())
             old = [t for t, row in zip(part, rows, strict=True) if not self._keep_token(row, now)]
             if old:
                 async with self.redis.pipeline(transaction=True) as pipe:
-                    pipe.unlink(*(f"{self.keys.base}token:{t}" for t in old))
+                    pipe.unlink(*(self.keys.token(t) for t in old))
                     pipe.srem(index, *old)
                     await pipe.execute()
                 report.count("token", len(old))

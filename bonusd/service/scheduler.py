@@ -99,7 +99,7 @@ class Scheduler:
         return False
 
     def _marker(self, a: TimedAction) -> str:
-        return f"{self._keys.base}fired:{a.at.isoformat()}:{a.action.value}:{':'.join(a.ids)}"
+        return self._keys.fired(f"{a.at.isoformat()}:{a.action.value}:{':'.join(a.ids)}")
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

@@ -167,7 +167,7 @@ class Crew:
         if draw.qualification.kind is QualificationKind.ACTIVES:
             index = cast(dict[str, str], await redis.hgetall(store.keys.member_index))
         else:
-            played = cast(set[str], await redis.smembers(store.key("pm", p.id, draw.id)))
+            played = cast(set[str], await redis.smembers(store.keys.played(p.id, draw.id)))
             rows = cast(
                 list[str | None],
                 await redis.hmget(store.keys.member_index, sorted(played)) if played else [],

@@ -65,15 +65,16 @@ def fixed_secrets(keys: Keys, promotion: Promotion, seed: int) -> dict[str, str]
     """The draw and jackpot seeds (and the random-times seed) of a rehearsal, from its
     seed, under the names the desks and the scheduler keep them (`drawdesk`,
     `jackpotdesk`, `scheduler`); stored with SET NX before the daemon commits any."""
-    names = [f"schedule-seed:{promotion.id}"]
+    names = [keys.schedule_seed(promotion.id)]
     for draw in promotion.draw_list:
         plan = DrawPlan.of(promotion, draw)
-        names += [f"seed:{plan.subject}:{t}:{r}" for t, r in plan.keys]
+        names += [keys.seed(plan.subject, t, str(r)) for t, r in plan.keys]
     for session in promotion.jackpot_sessions:
         count = session.times.random or len(jackpot_times(promotion, session))
         subject = f"{promotion.id}.{session.id}"
-        names += [f"seed:{subject}:raps:{n}" for n in range(1, count + 1)]
-    return {keys.base + name: _derived(seed, name) for name in names}
+        names += [keys.seed(subject, "raps", str(n)) for n in range(1, count + 1)]
+    # derived from the name without the site's base, as before (same seed, same winners)
+    return {key: _derived(seed, key.removeprefix(keys.base)) for key in names}
 
 
 def _derived(seed: int, name: str) -> str:

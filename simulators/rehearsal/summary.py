@@ -97,7 +97,7 @@ class Observer:
             if not (ew.opens < window.closes and window.opens < ew.closes):
                 continue
             for side in sorted(window.sides):
-                key = store.key("pwf", p.id, draw.id, f"{side.value}_points")
+                key = store.keys.window_field(p.id, draw.id, f"{side.value}_points")
                 out[(draw.id, side.value)] = cast(dict[str, str], await store.redis.hgetall(key))
         return out
 
@@ -328,7 +328,7 @@ async def _draw_points(service: Service, p: Promotion) -> dict[str, dict[str, in
     for d in p.draw_list:
         out[d.id] = {}
         for side in Side:
-            key = store.key("pwf", p.id, d.id, f"{side.value}_points")
+            key = store.keys.window_field(p.id, d.id, f"{side.value}_points")
             values = cast(list[str], await store.redis.hvals(key))
             out[d.id][side.value] = sum(int(v) for v in values)
     return out
@@ -372,7 +372,7 @@ async def _boards(service: Service, p: Promotion, observer: Observer) -> Json:
             continue
         sides = {}
         for side in d.qualification.sides:
-            key = store.key("lbhist", p.id, d.id, side.value)
+            key = store.keys.board_history(p.id, d.id, side.value)
             rows = cast(list[str], await store.redis.lrange(key, 0, -1))
             published = [json.loads(r) for r in reversed(rows)]
             for snap in published:  # the daemon keeps UTC; the team reads local time
