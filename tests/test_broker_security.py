@@ -32,7 +32,8 @@ from pydantic import SecretStr
 from bonusd.clocks.clock import ManualClock
 from bonusd.errors import ConfigError
 from bonusd.ingest.brokerauth import SIMULATOR, read_credentials, write_broker_files
-from bonusd.registry.records import Device, read_file
+from bonusd.registry.files import read_file
+from bonusd.registry.records import Device
 from bonusd.settings import Settings
 from simulators import SimEvent, publish_events
 from simulators.local.services import LocalMosquitto, free_port

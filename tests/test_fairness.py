@@ -16,7 +16,6 @@ import pytest
 from bonusd.audit.chain import AuditLog, Kind, canonical_json
 from bonusd.draws.evidence import pick_payload
 from bonusd.draws.fairness import (
-    Mismatch,
     PassedOver,
     Pick,
     Picker,
@@ -29,8 +28,8 @@ from bonusd.draws.fairness import (
     pick_message,
     pick_sequence,
     shuffle,
-    verify,
 )
+from bonusd.draws.verify import Mismatch, verify
 
 SEED = bytes(range(32))
 

@@ -45,7 +45,8 @@ from bonusd.promotions.render import render_markdown
 from bonusd.promotions.schedule import jackpot_times
 from bonusd.promotions.schema import Promotion
 from bonusd.raps.plan import SessionPlan
-from bonusd.registry.records import Device, Member, Tier, parse_text
+from bonusd.registry.files import parse_text
+from bonusd.registry.records import Device, Member, Tier
 from tests.conftest import PROJECT, Daemon
 
 SEEDS = {

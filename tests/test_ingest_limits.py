@@ -13,7 +13,7 @@ import redis.exceptions
 
 from bonusd.infra.health import INGEST_STALL_S, MQTT_CONFIRM_STALE_S, Health
 from bonusd.infra.metrics import Metrics
-from bonusd.ingest.consumer import _outage
+from bonusd.ingest.faults import is_outage
 from bonusd.ingest.inbox import Inbox
 
 
@@ -110,4 +110,4 @@ def test_a_message_waiting_too_long_uncommitted_is_a_stalled_ingest() -> None:
 def test_what_counts_as_an_outage(exc: Exception, outage: bool) -> None:
     """An outage is waited out with the batch unacknowledged; anything else is the
     batch's own, applied in halves down to the message that is dead-lettered."""
-    assert _outage(exc) is outage
+    assert is_outage(exc) is outage

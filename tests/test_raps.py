@@ -19,7 +19,8 @@ from bonusd.draws.claims import (
     RoleError,
     TransitionError,
 )
-from bonusd.draws.fairness import pick_sequence, verify
+from bonusd.draws.fairness import pick_sequence
+from bonusd.draws.verify import verify
 from bonusd.raps.rules import (
     DeclineRegister,
     EmptyPool,

@@ -9,15 +9,8 @@ import json
 import pytest
 
 from bonusd.errors import ImportFileError
-from bonusd.registry.records import (
-    MAX_PROBLEMS,
-    Device,
-    DeviceKind,
-    Member,
-    Tier,
-    check_file,
-    parse_text,
-)
+from bonusd.registry.files import MAX_PROBLEMS, check_file, parse_text
+from bonusd.registry.records import Device, DeviceKind, Member, Tier
 
 HEADER = "card,name,tier,app_user,date_of_birth,sms_opt_in,excluded,exclusion_reason,last_visit"
 

@@ -27,9 +27,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from bonusd.clocks.clock import GamingCalendar
 from bonusd.floor.telemetry import DecodeLimits, FloorEvent, TelemetryDecoder
+from bonusd.registry.files import read_file
 from bonusd.registry.records import Device as RegDevice
 from bonusd.registry.records import Member as RegMember
-from bonusd.registry.records import read_file
 from simulators import (
     DEVICE_COLUMNS,
     MEMBER_COLUMNS,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from bonusd.registry.files import read_file
 from bonusd.registry.records import Device as RegDevice
 from bonusd.registry.records import Member as RegMember
-from bonusd.registry.records import read_file
 from simulators import (
     FloorConfig,
     FloorFileError,

@@ -22,7 +22,8 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from bonusd.floor.store import IMPORT_BATCH, FloorStore
-from bonusd.registry.records import CheckedFile, Device, Member, Record, check_file
+from bonusd.registry.files import CheckedFile, check_file
+from bonusd.registry.records import Device, Member, Record
 
 SPOOL_BYTES = 1024 * 1024  # of a body kept in memory; the rest goes to a temporary file
 LOOP_BATCH = 100  # members per write when written on the daemon's own loop (~15 ms each)

@@ -15,7 +15,8 @@ from rich.progress import Progress
 from bonusd.cli.clock import settings_clock
 from bonusd.clocks.clock import GamingCalendar
 from bonusd.floor.store import IMPORT_BATCH, FloorStore
-from bonusd.registry.records import CheckedFile, Member, Record, check_file
+from bonusd.registry.files import CheckedFile, check_file
+from bonusd.registry.records import Member, Record
 from bonusd.settings import Settings
 
 

@@ -41,10 +41,11 @@ from bonusd.clocks.clock import Clock
 from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, subject_of
 from bonusd.draws.claims import Actor, ClaimError, Prize
 from bonusd.draws.evidence import evidence
-from bonusd.draws.fairness import Pool, SeedSource, Verification
+from bonusd.draws.fairness import Pool, SeedSource
 from bonusd.draws.ledger import ledger_step, stored_seeds
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import DrawError, RoundKey, TicketList
+from bonusd.draws.verify import Verification
 from bonusd.errors import NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.promotions.store import PromotionStore

@@ -10,15 +10,9 @@ from typing import Any
 
 from bonusd.audit.chain import AuditRecord, ChainCheck, Json, Kind, canonical_json, verify_chain
 from bonusd.draws.claims import Transition
-from bonusd.draws.fairness import (
-    Mismatch,
-    PassedOver,
-    Pick,
-    Pool,
-    SkipReason,
-    Verification,
-)
+from bonusd.draws.fairness import PassedOver, Pick, Pool, SkipReason
 from bonusd.draws.rounds import ManualPick, RoundKey, RoundRecord, verify_draw
+from bonusd.draws.verify import Mismatch, Verification
 
 
 def round_ref(draw_id: str, tombola: str, round_no: int) -> dict[str, Json]:

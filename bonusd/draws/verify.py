@@ -1,13 +1,104 @@
-"""Verifying a whole draw as an auditor does: each round's stream from its seed and pool,
-then once-per-draw across rounds and tombolas in the order the picks were made."""
+"""Verifying draws as an auditor does: one round's picks recomputed from its revealed seed
+and frozen pool (`verify`), then a whole draw: each round's stream, then once-per-draw
+across rounds and tombolas in the order the picks were made (`verify_draw`)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from bonusd.draws.fairness import Mismatch, Pick, Pool, SkipReason, Verification, verify
+from bonusd.draws.fairness import Pick, Pool, SkipReason, Stream, commit_seed
 from bonusd.draws.types import ALREADY, EXCLUDED, SEATED, ManualPick, RoundKey
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One place where a record differs from the recomputation."""
+
+    what: str  # "seed", "pool", "pick" or "pass-over"
+    pick: int | None
+    expected: str
+    recorded: str
+
+    def __str__(self) -> str:
+        where = f"pick {self.pick}" if self.pick is not None else self.what
+        return f"{where}: expected {self.expected}, recorded {self.recorded}"
+
+
+@dataclass(frozen=True)
+class Verification:
+    picks_checked: int
+    mismatches: tuple[Mismatch, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"verified: seed, pool and all {self.picks_checked} picks match"
+        return "; ".join(str(m) for m in self.mismatches)
+
+
+def _check_pick(
+    stream: Stream,
+    pool: Pool,
+    k: int,
+    pick: Pick,
+    *,
+    picked: set[str],
+    outside: Mapping[str, Collection[SkipReason]],
+) -> Mismatch | None:
+    """The first difference between recorded pick `k` and the recomputed stream, if any."""
+    if pick.number != k:
+        return Mismatch("pick", k, f"number {k}", str(pick.number))
+    if pool.total == 0:
+        return Mismatch("pick", k, "no pick from an empty pool", pick.card)
+    steps = [(p.counter, p.ticket, p.card, p.reason) for p in pick.passed_over]
+    for counter, ticket, card, reason in [*steps, (pick.counter, pick.ticket, pick.card, None)]:
+        c, t = stream.below(pool.total)
+        owner = pool.owner(t)
+        if (c, t, owner) != (counter, ticket, card):
+            expected = f"counter {c} ticket {t + 1} card {owner}"
+            return Mismatch(
+                "pick", k, expected, f"counter {counter} ticket {ticket + 1} card {card}"
+            )
+        if reason is None and card in picked:
+            return Mismatch("pick", k, f"card {card} passed over", "picked twice")
+        already = reason is SkipReason.ALREADY_PICKED and card in picked
+        if reason is not None and not already and reason not in outside.get(card, ()):
+            return Mismatch("pass-over", k, f"card {card} picked", f"passed over: {reason}")
+    return None
+
+
+def verify(
+    pool: Pool,
+    seed: bytes,
+    *,
+    seed_commitment: str,
+    pool_commitment: str,
+    picks: Sequence[Pick],
+    barred: Mapping[str, Collection[SkipReason]] | None = None,
+) -> Verification:
+    """Recompute the stream and check the commitments and every recorded pick.
+
+    `barred` lists cards legitimately passed over for reasons outside this stream (picked
+    elsewhere in the draw, seated, excluded). Stops at the first pick that differs, since
+    everything after it follows from it.
+    """
+    found: list[Mismatch] = []
+    if commit_seed(seed) != seed_commitment:
+        found.append(Mismatch("seed", None, seed_commitment, f"hash {commit_seed(seed)}"))
+    if pool.commitment != pool_commitment:
+        found.append(Mismatch("pool", None, pool_commitment, f"hash {pool.commitment}"))
+    stream = Stream(seed, pool.draw_id, pool.tombola, pool.commitment)
+    picked: set[str] = set()
+    for k, pick in enumerate(picks, 1):
+        problem = _check_pick(stream, pool, k, pick, picked=picked, outside=barred or {})
+        if problem is not None:
+            return Verification(k - 1, (*found, problem))
+        picked.add(pick.card)
+    return Verification(len(picks), tuple(found))
 
 
 @dataclass(frozen=True)

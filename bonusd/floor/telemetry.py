@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from bonusd.clocks.clock import GamingCalendar
+from bonusd.registry.text import unprintable
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 # `(?!\n)$`: msgspec matches with Python's `re`, whose `$` also matches before a trailing
@@ -298,20 +299,6 @@ def nesting_depth(payload: bytes) -> int:
         return 0  # the common case: too few brackets to nest too deeply
     outside = _STRING.sub(b"", _ESCAPE.sub(b"", payload)).translate(None, _NOT_BRACKET)
     return max(accumulate(map(_STEP.__getitem__, outside)), default=0)
-
-
-def unprintable(field: str, text: str) -> str:
-    """Why `text` may not be shown as it is (a control, format or bidi character, a
-    separator other than the space), or "" if it may. Such characters in an id reach
-    operators' terminals, logs and screens: a right-to-left override reverses what
-    follows it, an escape sequence drives the terminal."""
-    if text.isprintable():
-        return ""
-    at, char = next((n, c) for n, c in enumerate(text) if not c.isprintable())
-    return (
-        f"{field} holds an unprintable character U+{ord(char):04X} at position {at} "
-        "(control, format, bidi or separator characters are refused)"
-    )
 
 
 def _describe(exc: BaseException) -> str:

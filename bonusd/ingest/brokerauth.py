@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bonusd.errors import BonusdError, ConfigError
-from bonusd.registry.records import Device, read_file
+from bonusd.registry.files import read_file
+from bonusd.registry.records import Device
 
 SERVICE = "bonusd"  # the daemon's account; more daemons (a shared group) get bonusd-2, ...
 SIMULATOR = "bonusd-sim"  # the simulator and load tests: publishes for any device

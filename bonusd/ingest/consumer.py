@@ -15,8 +15,8 @@ application fails for a reason that is not an outage is applied in halves down t
 message that fails, which is dead-lettered (`unprocessable`) and acknowledged; and any
 other exception ends the session, is logged with the topics and devices in hand, and the
 ingest connects again after a backoff. While connected, the broker is pinged when it has
-been quiet for `BROKER_PROBE_S` and counts as alive for /health only while it answers
-within `BROKER_TIMEOUT_S` (docs/security.md, "One hostile message on a floor topic").
+been quiet for a second and counts as alive for /health only while it answers
+(bonusd/ingest/liveness.py; docs/security.md, "One hostile message on a floor topic").
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiomqtt
-import redis.exceptions
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
@@ -39,8 +38,16 @@ from bonusd.floor.telemetry import FloorEvent, Reason, Rejection, TelemetryDecod
 from bonusd.infra.backoff import Backoff, pause
 from bonusd.infra.health import Health
 from bonusd.infra.metrics import Metrics
-from bonusd.infra.redisclient import REDIS_ERRORS
+from bonusd.ingest.faults import (
+    describe,
+    disconnection_seen,
+    first_of,
+    is_outage,
+    until_disconnected,
+    where,
+)
 from bonusd.ingest.inbox import Inbox, Received
+from bonusd.ingest.liveness import confirm_alive
 from bonusd.ingest.target import MqttTarget, paho_logger
 
 logger = logging.getLogger(__name__)
@@ -51,13 +58,6 @@ DRAIN_DEADLINE_S = 5.0
 # daemon a bigger packet (MQTT v5, 3.1.2.11.4), so a 10 MB publish costs it nothing;
 # an oversize payload below this still arrives, and is dead-lettered as `too_large`.
 PACKET_HEADROOM = 4096
-BROKER_PROBE_S = 1.0  # ping the broker when nothing has come from it for this long
-BROKER_TIMEOUT_S = 1.0  # a ping unanswered for this long: the broker does not count as alive
-LIVENESS_EVERY_S = 0.25
-# Replies of a Redis that is there but cannot take writes now: an outage to wait out,
-# never a reason to dead-letter the batch that met it.
-_REDIS_BUSY: tuple[str, ...] = ("OOM", "BUSY", "LOADING", "READONLY", "MASTERDOWN")
-_REDIS_BUSY += ("CLUSTERDOWN", "TRYAGAIN", "MISCONF", "NOREPLICAS", "NOQUORUM")
 
 
 CommitHook = Callable[[list[Received], BatchResult, float], None]
@@ -119,9 +119,9 @@ class Ingest:
             try:
                 await self._session(stop)
             except* aiomqtt.MqttError as group:
-                lost.append(_first(group))
+                lost.append(first_of(group))
             except* Exception as group:
-                failed.append(_first(group))
+                failed.append(first_of(group))
             finally:
                 self._health.mqtt_connected = False
                 self._health.mqtt_alive_mono = None
@@ -137,7 +137,7 @@ class Ingest:
                 logger.error(
                     "ingest failed while holding %s; %d message(s) left unacknowledged for "
                     "redelivery; connecting again in %.1fs",
-                    _where(self._in_hand),
+                    where(self._in_hand),
                     len(self._in_hand) + len(self._inbox),
                     delay,
                     exc_info=failed[0],
@@ -202,8 +202,8 @@ class Ingest:
                 # A failing child (the watcher raising MqttError) cancels this body and the
                 # group re-raises it; otherwise the body waits for shutdown and ends both.
                 async with asyncio.TaskGroup() as tg:
-                    watcher = tg.create_task(_until_disconnected(client))
-                    liveness = tg.create_task(self._confirm_alive(client._client))
+                    watcher = tg.create_task(until_disconnected(client))
+                    liveness = tg.create_task(confirm_alive(client._client, self._health))
                     consumer = tg.create_task(self._consume(client, stop))
                     await stop.wait()
                     self._arrived.set()  # wake the consumer: it commits what it holds
@@ -215,7 +215,7 @@ class Ingest:
                     watcher.cancel()
                     liveness.cancel()
         finally:
-            _disconnection_seen(client)
+            disconnection_seen(client)
         logger.info("ingest stopped; %d message(s) left for redelivery", len(self._inbox))
 
     async def _consume(self, client: aiomqtt.Client, stop: asyncio.Event) -> None:
@@ -237,28 +237,6 @@ class Ingest:
                     paho.ack(msg.mid, msg.qos)
             self._in_hand = ()
             self._after_commit(batch, result)
-
-    async def _confirm_alive(self, paho: Any) -> None:
-        """Tell /health, several times a second, whether the broker session is alive:
-        paho connected, and the broker answering. When nothing has come from it for
-        `BROKER_PROBE_S`, it is pinged (MQTT PINGREQ); a ping unanswered for
-        `BROKER_TIMEOUT_S` (a hung broker, a dead link) makes it not alive until it
-        answers. paho's own keepalive still ends a connection that stays silent."""
-        while True:
-            now = time.monotonic()
-            pinged = paho._ping_t  # when paho sent the PINGREQ not yet answered; 0 if none
-            if not paho.is_connected():
-                self._health.mqtt_error = "the broker connection is closed"
-            elif pinged and now - pinged > BROKER_TIMEOUT_S:
-                self._health.mqtt_error = (
-                    f"the broker has not answered a ping for {now - pinged:.1f}s"
-                )
-            else:
-                if not pinged and now - paho._last_bytes_received > BROKER_PROBE_S:
-                    paho._send_pingreq()
-                self._health.mqtt_error = ""
-                self._health.mqtt_alive_mono = now
-            await asyncio.sleep(LIVENESS_EVERY_S)
 
     def _drain_socket(self, paho: Any) -> None:
         """Read what the socket already holds, so one Redis call carries a full batch.
@@ -290,8 +268,8 @@ class Ingest:
         try:
             decoded = self._decoder.decode(msg.topic, msg.payload, now, size=msg.size)
         except Exception as exc:
-            logger.error("decoding the message on %s failed", _where([msg]), exc_info=exc)
-            decoded = Rejection(Reason.UNPROCESSABLE, f"decoding failed: {_describe(exc)}")
+            logger.error("decoding the message on %s failed", where([msg]), exc_info=exc)
+            decoded = Rejection(Reason.UNPROCESSABLE, f"decoding failed: {describe(exc)}")
         if isinstance(decoded, Rejection):
             return DeadLetter(decoded.reason, msg.topic, msg.payload, decoded.detail, now_ms)
         return decoded
@@ -329,10 +307,10 @@ class Ingest:
         even that fails), or, as the very last resort, a count and an ERROR."""
         logger.warning(
             "applying the message on %s failed (%s); dead-lettered as unprocessable",
-            _where([msg]),
-            _describe(exc),
+            where([msg]),
+            describe(exc),
         )
-        detail = f"applying it failed: {_describe(exc)}"
+        detail = f"applying it failed: {describe(exc)}"
         for payload in (msg.payload, b""):
             letter = DeadLetter(Reason.UNPROCESSABLE, msg.topic, payload, detail, now_ms)
             try:
@@ -342,8 +320,8 @@ class Ingest:
         logger.error(
             "the message on %s could not be dead-lettered either (%s); acknowledged and "
             'counted in bonusd_messages_dropped_total{reason="unrecordable"}',
-            _where([msg]),
-            _describe(failure),
+            where([msg]),
+            describe(failure),
         )
         self._metrics.dropped.labels("unrecordable").inc()
         return BatchResult(0, 0, 0)
@@ -358,7 +336,7 @@ class Ingest:
             try:
                 result = await self._store.apply_batch(events, dead)
             except Exception as exc:
-                if not _outage(exc):
+                if not is_outage(exc):
                     raise
                 if self._health.redis_ok or backoff.attempt == 0:
                     self._metrics.reconnects.labels("redis").inc()
@@ -400,55 +378,3 @@ class Ingest:
         self._health.oldest_pending_mono = self._inbox.oldest_mono
         if self._on_commit is not None:
             self._on_commit(batch, result, done)
-
-
-def _outage(exc: Exception) -> bool:
-    """Whether `exc` is Redis being away or unable to write now (wait and retry), rather
-    than something about the batch itself."""
-    if isinstance(exc, REDIS_ERRORS):
-        return True
-    if isinstance(exc, redis.exceptions.ResponseError):
-        return str(exc).startswith(_REDIS_BUSY)
-    return False
-
-
-def _where(batch: Sequence[Received]) -> str:
-    """The topics and devices of a batch, for a log line an operator can act on."""
-    if not batch:
-        return "no message"
-    shown = ", ".join(f"{m.topic[:160]!r} (device {_device(m.topic)!r})" for m in batch[:3])
-    more = f" and {len(batch) - 3} more" if len(batch) > 3 else ""
-    return f"{len(batch)} message(s): {shown}{more}"
-
-
-def _device(topic: str) -> str:
-    parts = topic.split("/")
-    return parts[-2][:64] if len(parts) >= 2 else ""
-
-
-def _first(group: BaseExceptionGroup[Exception]) -> Exception:
-    """The first exception of a (possibly nested) group: what to report."""
-    found: BaseException = group
-    while isinstance(found, BaseExceptionGroup):
-        found = found.exceptions[0]
-    return found if isinstance(found, Exception) else RuntimeError(str(group))
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
-
-
-async def _until_disconnected(client: aiomqtt.Client) -> None:
-    """Completes by raising `MqttError` when the connection is lost (our callback replaced
-    aiomqtt's, so its queue stays empty and its iterator only ever reports disconnection)."""
-    async for _ in client.messages:
-        pass
-
-
-def _disconnection_seen(client: aiomqtt.Client) -> None:
-    """Mark aiomqtt's record of a lost connection as read. When our consumer notices the
-    loss first, the watcher is cancelled before it reads it, and asyncio would log
-    "Future exception was never retrieved" at ERROR for a loss `run()` already handles."""
-    lost = client._disconnected
-    if lost.done() and not lost.cancelled():
-        lost.exception()

@@ -41,10 +41,11 @@ from bonusd.draws.book import SCHEDULER
 from bonusd.draws.claims import Actor, ClaimError
 from bonusd.draws.desk import DrawDesk
 from bonusd.draws.evidence import evidence
-from bonusd.draws.fairness import Mismatch, Pool, SeedSource, Verification
+from bonusd.draws.fairness import Pool, SeedSource
 from bonusd.draws.ledger import ledger_step, stored_seeds
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import RoundKey
+from bonusd.draws.verify import Mismatch, Verification
 from bonusd.errors import AuditFormatError, BonusdError, ConflictError, NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Action

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from bonusd.audit.chain import Json, canonical_json, utc_text
-from bonusd.draws.fairness import Mismatch, Pool
+from bonusd.draws.fairness import Pool
+from bonusd.draws.verify import Mismatch
 from bonusd.raps.rules import FloorPlayer, PlayKind, RapsRules, Reason
 from bonusd.raps.table import Bools, FieldError, FieldTable, Ints
 

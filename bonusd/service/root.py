@@ -36,26 +36,22 @@ from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.desk import DrawDesk
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.idlesweep import sweep_idle
-from bonusd.floor.store import FloorStore
-from bonusd.floor.telemetry import DecodeLimits, TelemetryDecoder
 from bonusd.infra.health import Health
 from bonusd.infra.keys import Keys
-from bonusd.infra.leader import Leadership
 from bonusd.infra.metrics import Metrics
 from bonusd.infra.redisclient import REDIS_ERRORS, redis_client
 from bonusd.infra.sharedclock import SharedClock, clock_from
-from bonusd.ingest.consumer import CommitHook, Ingest
-from bonusd.ingest.target import MqttTarget
+from bonusd.ingest.consumer import CommitHook
 from bonusd.notices.notifier import SmsNotifier
 from bonusd.notices.outbox import Outbox
 from bonusd.promotions import Promotion, diff_promotions
 from bonusd.promotions.rulesync import RuleSync, site_promotions
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
-from bonusd.push.hub import PushHub
 from bonusd.raps.desk import JackpotDesk
 from bonusd.service.actions import ScheduledActions
 from bonusd.service.claimtimers import ClaimTimers
+from bonusd.service.parts import floor_ingest, leadership, push_hub
 from bonusd.service.retention import RetentionSweeper
 from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings
@@ -105,38 +101,15 @@ class Service:
             changed_by=f"bonusd-{settings.site}",
         )
         self.promotions = site_promotions(settings.promotions, settings.site)
-        self.store = FloorStore(
-            self.redis,
-            self.keys,
-            dedup_ttl_s=settings.dedup_window_s + 3600,
-            deadletter_maxlen=settings.deadletter_maxlen,
-            deadletter_payload_bytes=settings.deadletter_payload_bytes,
-            book=PromotionBook(self.promotions),
-        )
-        self.decoder = TelemetryDecoder(
-            prefix=settings.topic_prefix,
-            site=settings.site,
+        self.store, self.decoder, self.ingest = floor_ingest(
+            settings,
+            redis=self.redis,
+            keys=self.keys,
             calendar=self.calendar,
-            limits=DecodeLimits(
-                max_payload_bytes=settings.max_payload_bytes,
-                max_future_skew=dt.timedelta(seconds=settings.max_future_skew_s),
-                max_age=dt.timedelta(seconds=settings.dedup_window_s),
-            ),
-        )
-        self.ingest = Ingest(
-            target=MqttTarget.from_settings(settings),
-            client_id=settings.client_id,
-            topic_filter=self.decoder.topic_filter(),
-            shared_group=settings.mqtt_shared_group,
-            session_expiry_s=settings.mqtt_session_expiry_s,
-            receive_maximum=settings.mqtt_receive_maximum,
-            batch_max=settings.batch_max,
-            decoder=self.decoder,
-            store=self.store,
             clock=self.clock,
             metrics=self.metrics,
             health=self.health,
-            backoff_max_s=settings.backoff_max_s,
+            promotions=self.promotions,
             on_commit=on_commit,
         )
         self.tokens = TokenStore(self.redis, self.keys, RateLimits.from_settings(settings))
@@ -167,7 +140,15 @@ class Service:
             clock=self.clock,
             metrics=self.metrics,
         )
-        self.push = self._push_hub(settings)  # live views for screens and handhelds
+        self.push = push_hub(  # live views for screens and handhelds
+            settings,
+            redis=self.redis,
+            keys=self.keys,
+            audit=self.audit,
+            clock=self.clock,
+            calendar=self.calendar,
+            promotions=self.promotion_store,
+        )
         self.rules = RuleSync(  # the same promotion rules on every daemon of the site
             redis=self.redis,
             keys=self.keys,
@@ -176,15 +157,8 @@ class Service:
             current=lambda: self.promotions,
             apply=self._apply_promotions,
         )
-        self.leader = Leadership(  # who runs the work that must run once (docs/leader.md)
-            redis=self.redis,
-            keys=self.keys,
-            holder=settings.client_id,
-            ttl_s=settings.leader_ttl_s,
-            renew_s=settings.leader_renew_s,
-            poll_s=settings.leader_poll_s,
-            health=self.health,
-            metrics=self.metrics,
+        self.leader = leadership(  # who runs the work that must run once (docs/leader.md)
+            settings, redis=self.redis, keys=self.keys, health=self.health, metrics=self.metrics
         )
         self.actions = ScheduledActions(
             redis=self.redis,
@@ -363,28 +337,6 @@ class Service:
 
     def _poke_timers(self) -> None:
         self.timers.poke()
-
-    def _push_hub(self, settings: Settings) -> PushHub:
-        """The push hub, reading books through desks of its own: a book the service's desks
-        are changing (command run, commit pending) is never what a screen shows."""
-        r, k, a, c, p = self.redis, self.keys, self.audit, self.clock, self.promotion_store
-        draws = DrawDesk(redis=r, keys=k, audit=a, promotions=p, clock=c)
-        jackpots = JackpotDesk(
-            redis=r, keys=k, audit=a, promotions=p, clock=c, calendar=self.calendar
-        )
-        return PushHub(
-            redis=self.redis,
-            keys=self.keys,
-            clock=self.clock,
-            zone=settings.zone,
-            promotions=self.promotion_store,
-            draw_book=draws.book,
-            session_book=jackpots.book,
-            queue_size=settings.push_queue_size,
-            resume_deltas=settings.push_resume_deltas,
-            ping_every_s=settings.push_ping_s,
-            handshake_s=settings.push_handshake_s,
-        )
 
     async def _probe_redis(self) -> bool:
         """Ping Redis and record the answer in health; never raises for an outage. No

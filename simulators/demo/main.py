@@ -41,7 +41,8 @@ from bonusd.infra.sharedclock import SharedClock
 from bonusd.ingest.target import MqttTarget
 from bonusd.promotions import Action, Promotion, TimedAction, load_promotions
 from bonusd.promotions.timetable import promotion_timetable
-from bonusd.registry.records import Device, Member, parse_text
+from bonusd.registry.files import parse_text
+from bonusd.registry.records import Device, Member
 from bonusd.service.root import Service
 from bonusd.settings import Settings
 from simulators import (

@@ -42,7 +42,8 @@ from bonusd.infra.keys import Keys
 from bonusd.infra.sharedclock import SharedClock
 from bonusd.promotions import Promotion
 from bonusd.promotions.schedule import jackpot_times
-from bonusd.registry.records import Device, Member, parse_text
+from bonusd.registry.files import parse_text
+from bonusd.registry.records import Device, Member
 from bonusd.service.root import Service
 from bonusd.settings import load_settings
 from simulators import (

@@ -1,0 +1,123 @@
+"""The parts the composition root wires, each built from the settings: the floor's store,
+decoder and ingest; the live push hub with desks of its own; the leader lease."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from redis.asyncio import Redis
+
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import Clock, GamingCalendar
+from bonusd.draws.desk import DrawDesk
+from bonusd.floor.accounting import PromotionBook
+from bonusd.floor.store import FloorStore
+from bonusd.floor.telemetry import DecodeLimits, TelemetryDecoder
+from bonusd.infra.health import Health
+from bonusd.infra.keys import Keys
+from bonusd.infra.leader import Leadership
+from bonusd.infra.metrics import Metrics
+from bonusd.ingest.consumer import CommitHook, Ingest
+from bonusd.ingest.target import MqttTarget
+from bonusd.promotions import Promotion
+from bonusd.promotions.store import PromotionStore
+from bonusd.push.hub import PushHub
+from bonusd.raps.desk import JackpotDesk
+from bonusd.settings import Settings
+
+
+def floor_ingest(
+    settings: Settings,
+    *,
+    redis: Redis,
+    keys: Keys,
+    calendar: GamingCalendar,
+    clock: Clock,
+    metrics: Metrics,
+    health: Health,
+    promotions: tuple[Promotion, ...],
+    on_commit: CommitHook | None,
+) -> tuple[FloorStore, TelemetryDecoder, Ingest]:
+    """The floor store, the telemetry decoder and the MQTT ingest that feeds one into the
+    other."""
+    store = FloorStore(
+        redis,
+        keys,
+        dedup_ttl_s=settings.dedup_window_s + 3600,
+        deadletter_maxlen=settings.deadletter_maxlen,
+        deadletter_payload_bytes=settings.deadletter_payload_bytes,
+        book=PromotionBook(promotions),
+    )
+    decoder = TelemetryDecoder(
+        prefix=settings.topic_prefix,
+        site=settings.site,
+        calendar=calendar,
+        limits=DecodeLimits(
+            max_payload_bytes=settings.max_payload_bytes,
+            max_future_skew=dt.timedelta(seconds=settings.max_future_skew_s),
+            max_age=dt.timedelta(seconds=settings.dedup_window_s),
+        ),
+    )
+    ingest = Ingest(
+        target=MqttTarget.from_settings(settings),
+        client_id=settings.client_id,
+        topic_filter=decoder.topic_filter(),
+        shared_group=settings.mqtt_shared_group,
+        session_expiry_s=settings.mqtt_session_expiry_s,
+        receive_maximum=settings.mqtt_receive_maximum,
+        batch_max=settings.batch_max,
+        decoder=decoder,
+        store=store,
+        clock=clock,
+        metrics=metrics,
+        health=health,
+        backoff_max_s=settings.backoff_max_s,
+        on_commit=on_commit,
+    )
+    return store, decoder, ingest
+
+
+def push_hub(
+    settings: Settings,
+    *,
+    redis: Redis,
+    keys: Keys,
+    audit: AuditStore,
+    clock: Clock,
+    calendar: GamingCalendar,
+    promotions: PromotionStore,
+) -> PushHub:
+    """The push hub, reading books through desks of its own: a book the service's desks
+    are changing (command run, commit pending) is never what a screen shows."""
+    r, k, a, c, p = redis, keys, audit, clock, promotions
+    draws = DrawDesk(redis=r, keys=k, audit=a, promotions=p, clock=c)
+    jackpots = JackpotDesk(redis=r, keys=k, audit=a, promotions=p, clock=c, calendar=calendar)
+    return PushHub(
+        redis=redis,
+        keys=keys,
+        clock=clock,
+        zone=settings.zone,
+        promotions=promotions,
+        draw_book=draws.book,
+        session_book=jackpots.book,
+        queue_size=settings.push_queue_size,
+        resume_deltas=settings.push_resume_deltas,
+        ping_every_s=settings.push_ping_s,
+        handshake_s=settings.push_handshake_s,
+    )
+
+
+def leadership(
+    settings: Settings, *, redis: Redis, keys: Keys, health: Health, metrics: Metrics
+) -> Leadership:
+    """The site's leader lease, as the settings time it."""
+    return Leadership(
+        redis=redis,
+        keys=keys,
+        holder=settings.client_id,
+        ttl_s=settings.leader_ttl_s,
+        renew_s=settings.leader_renew_s,
+        poll_s=settings.leader_poll_s,
+        health=health,
+        metrics=metrics,
+    )
