@@ -1,12 +1,7 @@
 """The draws of one site against Redis: seeds, books, steps committed with the audit trail.
 
-Keys (all under the site's hash tag):
-
-    seed:{subject}:{tombola}:{round}   string  the round's secret seed (hex), SET NX
-    poolfile:{commitment}              string  an archived round pool (`Pool.serialise`)
-    ledger:{subject}                   list    the draw's audit records (see audit_store)
-    deadlines                          zset    `draw:{subject}` -> its next claim deadline
-    letters                            hash    prize letter number -> subject
+Its keys (bonusd/infra/keys.py): each round's secret seed (SET NX), archived pool files,
+the draw's ledger, its entry in the deadline index and the prize letters' numbers.
 
 A step loads the draw's book (cached; brought up to date from the ledger's tail), runs a
 pure command on it, and commits the entries against the ledger length it read, together
@@ -26,7 +21,6 @@ first, so it is refused then too.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 import secrets
@@ -42,27 +36,23 @@ from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, s
 from bonusd.draws.claims import Actor, ClaimError, Prize
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource
-from bonusd.draws.ledger import ledger_step, stored_seeds
+from bonusd.draws.ledger import ExcludedSincePool, LedgerDesk, stored_seeds
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import DrawError, RoundKey, TicketList
 from bonusd.draws.verify import Verification
 from bonusd.errors import NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.promotions.store import PromotionStore
-from bonusd.registry.records import Member
 
 logger = logging.getLogger(__name__)
 
 Command = Callable[[DrawBook], list[Entry]]
 
 
-class _Excluded(Exception):
-    def __init__(self, cards: list[str]) -> None:
-        self.cards = cards
-
-
-class DrawDesk:
+class DrawDesk(LedgerDesk[DrawBook]):
     """Runs the site's draws: every change is one atomic commit of ledger, chain and index."""
+
+    kind = "draw"
 
     def __init__(
         self,
@@ -76,20 +66,13 @@ class DrawDesk:
         on_deadline_change: Callable[[], None] = lambda: None,
         on_records: Callable[[str, list[AuditRecord]], Awaitable[None]] | None = None,
     ) -> None:
-        self.redis, self.keys, self.audit = redis, keys, audit
+        super().__init__(redis=redis, keys=keys, audit=audit, on_deadline_change=on_deadline_change)
         self.promotions, self.clock = promotions, clock
         self._seed_source = seed_source
-        self._books: dict[str, DrawBook] = {}
-        self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
         self._pools: dict[str, Pool] = {}
-        self._deadline_changed = on_deadline_change
         self._on_records = on_records
 
-    # -- keys and plans ---------------------------------------------------------------------
-    @property
-    def deadlines(self) -> str:
-        return self.keys.deadlines
-
+    # -- plans ------------------------------------------------------------------------------
     def plan(self, promotion_id: str, draw_id: str) -> DrawPlan:
         promotion, draw = self.promotions.draw(promotion_id, draw_id)
         return DrawPlan.of(promotion, draw)
@@ -132,9 +115,6 @@ class DrawDesk:
     def remember_pool(self, pool: Pool) -> None:
         self._pools[pool.commitment] = pool
 
-    def _lock(self, subject: str) -> asyncio.Lock:
-        return self._locks.setdefault(subject, asyncio.Lock())
-
     async def book(self, promotion_id: str, draw_id: str) -> DrawBook:
         """The draw's book, up to date with its ledger. Read it before your next await: a
         later step extends the same book."""
@@ -144,20 +124,18 @@ class DrawDesk:
     async def _load(self, promotion_id: str, draw_id: str) -> DrawBook:
         """`book`, for a caller holding the draw's lock."""
         plan = self.plan(promotion_id, draw_id)
-        book = self._books.get(plan.subject)
-        length = await self.redis.llen(self.audit.ledger_key(plan.subject))
-        if book is None or book.version > length or book.plan != plan:
-            book = DrawBook(plan)
-        if book.version < length:
-            records = await self.audit.ledger(plan.subject, book.version)
+
+        async def replay(book: DrawBook, records: list[AuditRecord]) -> None:
             for rec in records:
                 if rec.kind == Kind.POOL:
                     await self.pool_file(rec.payload["pool_commitment"])
             seeds = await self._seeds(plan, create=False)
             for rec in records:
                 book.apply(rec, seeds=seeds, pools=self.cached_pool)
-        self._books[plan.subject] = book
-        return book
+
+        return await self._refresh(
+            plan.subject, lambda: DrawBook(plan), replay, lambda b: b.plan == plan
+        )
 
     async def step(
         self,
@@ -170,22 +148,10 @@ class DrawDesk:
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = subject_of(promotion_id, draw_id)
-        async with self._lock(subject):  # nobody reads the book while it holds uncommitted steps
-            records = await ledger_step(
-                audit=self.audit,
-                subject=subject,
-                deadlines=self.deadlines,
-                member=f"draw:{subject}",
-                load=lambda: self._load(promotion_id, draw_id),
-                forget=lambda: self._books.pop(subject, None),
-                command=command,
-                extra=extra,
-                check=check,
-            )
-        if records:
-            self._deadline_changed()
-            if self._on_records is not None:
-                await self._on_records(subject, records)
+        load = lambda: self._load(promotion_id, draw_id)  # noqa: E731
+        records = await self._step(subject, load, command, extra=extra, check=check)
+        if records and self._on_records is not None:
+            await self._on_records(subject, records)
         return records
 
     # -- the draw's life --------------------------------------------------------------------
@@ -252,19 +218,6 @@ class DrawDesk:
             self.remember_pool(pool)
         return records
 
-    async def _excluded_now(self, entries: list[Entry]) -> None:
-        cards = [e.payload["card"] for e in entries if e.kind in (Kind.PICK, Kind.REDRAW)]
-        if not cards:
-            return
-        rows = cast(list[str | None], await self.redis.hmget(self.keys.member_index, cards))
-        found = [
-            c
-            for c, row in zip(cards, rows, strict=True)
-            if row and Member.from_index(c, row).excluded
-        ]
-        if found:
-            raise _Excluded(found)
-
     async def _with_exclusions(
         self,
         promotion_id: str,
@@ -277,10 +230,11 @@ class DrawDesk:
         while True:
             try:
                 return await self.step(
-                    promotion_id, draw_id, command, extra=extra, check=self._excluded_now
+                    promotion_id, draw_id, command, extra=extra, check=self._refuse_excluded
                 )
-            except _Excluded as exc:
-                await self.step(promotion_id, draw_id, self._exclusions(exc.cards))
+            except ExcludedSincePool as exc:
+                cards = [p["card"] for p in exc.picks]
+                await self.step(promotion_id, draw_id, self._exclusions(cards))
 
     def _exclusions(self, cards: list[str]) -> Command:
         now, note = self.clock.now(), "excluded after the pool froze"

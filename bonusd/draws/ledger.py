@@ -1,20 +1,25 @@
-"""The step shared by the draw desk and the jackpot desk: load a book, run a pure command
-on it, commit its entries against the ledger length it read (with the book's next
-deadline in the `deadlines` index), and retry from a fresh book when another writer got
-there first. Also the secret seeds both desks keep (`SET NX`, then read back)."""
+"""What the draw desk and the jackpot desk share (`LedgerDesk`): per-subject locks, books
+cached and brought up to date from their ledgers, and the step: load a book, run a pure
+command on it, commit its entries against the ledger length it read (with the book's
+next deadline in the `deadlines` index), and retry from a fresh book when another writer
+got there first. Also the check that refuses picks of members excluded since the pool
+froze, and the secret seeds both desks keep (`SET NX`, then read back)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from redis.asyncio import Redis
 
-from bonusd.audit.chain import AuditRecord, Entry
+from bonusd.audit.chain import AuditRecord, Entry, Kind
 from bonusd.audit.store import AuditStore, StaleLedger
 from bonusd.draws.fairness import SeedSource, new_seed
 from bonusd.errors import ConflictError
+from bonusd.infra.keys import Keys
+from bonusd.registry.records import Member
 
 ATTEMPTS = 8
 
@@ -85,3 +90,92 @@ async def stored_seeds(
             await pipe.execute()
     values = cast(list[str | None], await redis.mget(names))
     return [bytes.fromhex(v) if v else None for v in values]
+
+
+class ExcludedSincePool(Exception):
+    """Picks (their payloads) of members excluded after the pool froze: record the
+    exclusions first, then pick again."""
+
+    def __init__(self, picks: list[dict[str, Any]]) -> None:
+        super().__init__(f"{len(picks)} pick(s) of members excluded since the pool froze")
+        self.picks = picks
+
+
+class LedgerDesk(Generic[B]):
+    """The part of a desk that does not depend on what its books hold."""
+
+    kind: ClassVar[str]  # the member prefix of its subjects in the deadline index
+
+    def __init__(
+        self, *, redis: Redis, keys: Keys, audit: AuditStore, on_deadline_change: Callable[[], None]
+    ) -> None:
+        self.redis, self.keys, self.audit = redis, keys, audit
+        self._deadline_changed = on_deadline_change
+        self._books: dict[str, B] = {}
+        self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
+
+    @property
+    def deadlines(self) -> str:
+        return self.keys.deadlines
+
+    def _lock(self, subject: str) -> asyncio.Lock:
+        return self._locks.setdefault(subject, asyncio.Lock())
+
+    async def _refresh(
+        self,
+        subject: str,
+        fresh: Callable[[], B],
+        replay: Callable[[B, list[AuditRecord]], Awaitable[None]],
+        same: Callable[[B], bool] = lambda _: True,
+    ) -> B:
+        """The cached book of `subject`, brought up to its ledger by `replay`; a new one
+        (`fresh`) when there is none, it is ahead of the ledger or not the `same` plan."""
+        book = self._books.get(subject)
+        length = await self.redis.llen(self.audit.ledger_key(subject))
+        if book is None or book.version > length or not same(book):
+            book = fresh()
+        if book.version < length:
+            await replay(book, await self.audit.ledger(subject, book.version))
+        self._books[subject] = book
+        return book
+
+    async def _step(
+        self,
+        subject: str,
+        load: Callable[[], Awaitable[B]],
+        command: Callable[[B], list[Entry]],
+        *,
+        extra: Callable[[Any], None] | None = None,
+        check: Callable[[list[Entry]], Awaitable[None]] | None = None,
+    ) -> list[AuditRecord]:
+        """Run `command` on the book and commit its entries, retrying lost races."""
+        async with self._lock(subject):  # nobody reads the book while it holds uncommitted steps
+            records = await ledger_step(
+                audit=self.audit,
+                subject=subject,
+                deadlines=self.deadlines,
+                member=f"{self.kind}:{subject}",
+                load=load,
+                forget=lambda: self._books.pop(subject, None),
+                command=command,
+                extra=extra,
+                check=check,
+            )
+        if records:
+            self._deadline_changed()
+        return records
+
+    async def _refuse_excluded(self, entries: list[Entry]) -> None:
+        """`ExcludedSincePool` if `entries` pick a member excluded since the pool froze."""
+        picks = [e.payload for e in entries if e.kind in (Kind.PICK, Kind.REDRAW)]
+        if not picks:
+            return
+        cards = [p["card"] for p in picks]
+        rows = cast(list[str | None], await self.redis.hmget(self.keys.member_index, cards))
+        found = [
+            p
+            for p, row in zip(picks, rows, strict=True)
+            if row and Member.from_index(p["card"], row).excluded
+        ]
+        if found:
+            raise ExcludedSincePool(found)

@@ -1,19 +1,10 @@
 """The RAPS sessions of one site against Redis: seeds, the live floor snapshot, books,
-steps committed with the audit trail (the `drawdesk` model, for bonus jackpots).
+steps committed with the audit trail (`LedgerDesk`, as the draw desk, for bonus jackpots).
 
-Keys (all under the site's hash tag):
-
-    seed:{subject}:raps:{n}    string  jackpot n's secret seed (hex), SET NX
-    poolfile:{commitment}      string  an archived jackpot pool (`Pool.serialise`), shared
-                                       with the draws so the same verifier reads it
-    rapsfloor:{jackpot_id}     hash    attempt -> the floor snapshot file the pool was
-                                       judged from (`rapsfloor`); its SHA-256 is in the
-                                       POOL record, the eligibility report derives from it
-    ledger:{subject}           list    the session's audit records (see audit_store)
-    deadlines                  zset    `raps:{subject}` -> its next timer (epoch seconds)
-    floor-row                  hash    read only: the ingest's line per active card
-                                       (bonusd/infra/keys.py), mirrored in the daemon
-                                       (`bonusd.raps.mirror`)
+Its keys (bonusd/infra/keys.py): each jackpot's secret seed (SET NX), archived pool files
+(shared with the draws, so one verifier reads both), the floor snapshot each attempt was
+judged from (its SHA-256 is in the POOL record), the session's ledger and its entry in
+the deadline index; it reads the ingest's `floor-row` through `bonusd.raps.mirror`.
 
 A step loads the session's book (cached; brought up to date from the ledger's tail),
 runs a pure command on it and commits the entries against the ledger length it read,
@@ -24,7 +15,6 @@ tasks sharing the cached book never replay a record twice nor see an uncommitted
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 import secrets
@@ -42,7 +32,7 @@ from bonusd.draws.claims import Actor, ClaimError
 from bonusd.draws.desk import DrawDesk
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource
-from bonusd.draws.ledger import ledger_step, stored_seeds
+from bonusd.draws.ledger import ExcludedSincePool, LedgerDesk, stored_seeds
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import RoundKey
 from bonusd.draws.verify import Mismatch, Verification
@@ -56,20 +46,16 @@ from bonusd.raps.mirror import FloorMirror
 from bonusd.raps.plan import SessionPlan, jackpot_number
 from bonusd.raps.rules import RapsRules
 from bonusd.raps.snapshot import FloorSnapshot, check_floor, judge
-from bonusd.registry.records import Member
 
 logger = logging.getLogger(__name__)
 
 Command = Callable[[RapsBook], list[Entry]]
 
 
-class _Excluded(Exception):
-    def __init__(self, found: list[tuple[str, str]]) -> None:
-        self.found = found  # (jackpot id, card)
-
-
-class JackpotDesk:
+class JackpotDesk(LedgerDesk[RapsBook]):
     """Runs the site's RAPS sessions: every change is one atomic commit."""
+
+    kind = "raps"
 
     def __init__(
         self,
@@ -83,12 +69,9 @@ class JackpotDesk:
         seed_source: SeedSource = secrets.token_bytes,
         on_deadline_change: Callable[[], None] = lambda: None,
     ) -> None:
-        self.redis, self.keys, self.audit = redis, keys, audit
+        super().__init__(redis=redis, keys=keys, audit=audit, on_deadline_change=on_deadline_change)
         self.promotions, self.clock, self.calendar = promotions, clock, calendar
         self._seed_source = seed_source
-        self._deadline_changed = on_deadline_change
-        self._books: dict[str, RapsBook] = {}
-        self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
         self._floors: dict[tuple[str, int], FloorSnapshot] = {}
         self.live_floor = FloorMirror(redis, keys)  # the floor a pick judges
         self._random_times: dict[tuple[str, str], tuple[dt.datetime, ...]] = {}
@@ -161,9 +144,6 @@ class JackpotDesk:
             self._floors[(jid, attempt)] = FloorSnapshot.parse(cast(str, raw).encode())
         return self._floors[(jid, attempt)]
 
-    def _lock(self, subject: str) -> asyncio.Lock:
-        return self._locks.setdefault(subject, asyncio.Lock())
-
     async def book(self, promotion_id: str, session_id: str) -> RapsBook:
         """The session's book, up to date with its ledger. Read it before your next await:
         a later step extends the same book."""
@@ -174,12 +154,8 @@ class JackpotDesk:
     async def _load(self, promotion_id: str, session_id: str) -> RapsBook:
         """`book`, for a caller holding the session's lock."""
         plan = await self.load_plan(promotion_id, session_id, create=False)
-        book = self._books.get(plan.subject)
-        length = await self.redis.llen(self.audit.ledger_key(plan.subject))
-        if book is None or book.version > length or book.plan != plan:
-            book = RapsBook(plan)
-        if book.version < length:
-            records = await self.audit.ledger(plan.subject, book.version)
+
+        async def replay(book: RapsBook, records: list[AuditRecord]) -> None:
             for rec in records:
                 if rec.kind == Kind.POOL:
                     await self._draws.pool_file(rec.payload["pool_commitment"])
@@ -189,8 +165,10 @@ class JackpotDesk:
             floors = lambda jid, attempt: self._floors[(jid, attempt)]  # noqa: E731
             for rec in records:
                 book.apply(rec, seeds=seeds, pools=pools, floors=floors)
-        self._books[plan.subject] = book
-        return book
+
+        return await self._refresh(
+            plan.subject, lambda: RapsBook(plan), replay, lambda b: b.plan == plan
+        )
 
     async def step(
         self,
@@ -203,21 +181,8 @@ class JackpotDesk:
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = (await self.load_plan(promotion_id, session_id)).subject
-        async with self._lock(subject):  # nobody reads the book while it holds uncommitted steps
-            records = await ledger_step(
-                audit=self.audit,
-                subject=subject,
-                deadlines=self._draws.deadlines,
-                member=f"raps:{subject}",
-                load=lambda: self._load(promotion_id, session_id),
-                forget=lambda: self._books.pop(subject, None),
-                command=command,
-                extra=extra,
-                check=check,
-            )
-        if records:
-            self._deadline_changed()
-        return records
+        load = lambda: self._load(promotion_id, session_id)  # noqa: E731
+        return await self._step(subject, load, command, extra=extra, check=check)
 
     # -- the floor --------------------------------------------------------------------------
     async def snapshot(self, at: dt.datetime | None = None) -> FloorSnapshot:
@@ -316,29 +281,15 @@ class JackpotDesk:
                     promotion_id,
                     session_id,
                     lambda b: b.act(claim_id, action, actor, now),
-                    check=self._excluded_now,
+                    check=self._refuse_excluded,
                 )
-            except _Excluded as exc:
-                await self.step(promotion_id, session_id, self._exclusions(exc.found, now))
+            except ExcludedSincePool as exc:
+                found = [(p["draw_id"], p["card"]) for p in exc.picks]
+                await self.step(promotion_id, session_id, self._exclusions(found, now))
 
     @staticmethod
     def _exclusions(found: list[tuple[str, str]], now: dt.datetime) -> Command:
         return lambda b: [e for j, c in found for e in b.exclude(j, c, SCHEDULER, now)]
-
-    async def _excluded_now(self, entries: list[Entry]) -> None:
-        """Refuse entries that pick a member excluded since the pool froze."""
-        picks = [e.payload for e in entries if e.kind in (Kind.PICK, Kind.REDRAW)]
-        if not picks:
-            return
-        cards = [p["card"] for p in picks]
-        rows = cast(list[str | None], await self.redis.hmget(self.keys.member_index, cards))
-        found = [
-            (p["draw_id"], p["card"])
-            for p, row in zip(picks, rows, strict=True)
-            if row and Member.from_index(p["card"], row).excluded
-        ]
-        if found:
-            raise _Excluded(found)
 
     async def run_due(self, promotion_id: str, session_id: str) -> int:
         """Act on every expired timer of the session: announcements that ran out
