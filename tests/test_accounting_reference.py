@@ -15,7 +15,7 @@ from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.store import FloorStore
 from bonusd.floor.telemetry import DecodeLimits, FloorEvent, TelemetryDecoder
 from bonusd.infra.keys import Keys
-from bonusd.promotions import Play, Side, aggregate, load_promotion
+from bonusd.promotions import RatedPlay, Side, aggregate, load_promotion
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.registry.records import Member, Tier
@@ -46,7 +46,7 @@ async def test_live_window_stats_equal_the_reference(site: str, redis_url: str) 
     )
     floor = build_floor(FloorConfig(egms=12, tables=2, members=60), seed=3, as_of=START.date())
     encoder = Encoder(prefix="bonusd", site=site)
-    plays: dict[str, list[Play]] = defaultdict(list)
+    plays: dict[str, list[RatedPlay]] = defaultdict(list)
     batch: list[FloorEvent] = []
     now = START + dt.timedelta(days=2)
     for sim in generate_events(floor, seed=3, start=START, duration=dt.timedelta(hours=18)):
@@ -56,7 +56,7 @@ async def test_live_window_stats_equal_the_reference(site: str, redis_url: str) 
         if ev.type not in {"card_in", "card_out"}:
             side = Side.SLOTS if ev.kind == "egm" else Side.TABLES
             at = dt.datetime.fromtimestamp(ev.ts_ms / 1000, dt.UTC)
-            plays[ev.card].append(Play(at, side, ev.points))
+            plays[ev.card].append(RatedPlay(at, side, ev.points))
         if len(batch) == 500:
             await store.apply_batch(batch, [])
             batch = []

@@ -12,7 +12,7 @@ import pytest
 
 from bonusd.audit.chain import AuditLog, AuditRecord, Entry, Kind
 from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, actor_text
-from bonusd.draws.claims import Actor, Prize, Role
+from bonusd.draws.claims import Actor, ClaimRole, Prize
 from bonusd.draws.evidence import claim_payload
 from bonusd.errors import NotFoundError
 from bonusd.notices.announcements import (
@@ -34,8 +34,8 @@ from bonusd.registry.masking import mask_card
 PROMOTIONS = Path(__file__).parent.parent / "promotions"
 GH = load_promotion(PROMOTIONS / "golden-horse-mega-points-chase.toml")
 FESTA = load_promotion(PROMOTIONS / "montecasino-festa-fortuna.toml")
-CREW = Actor("thandi", Role.CREW)
-DESK = Actor("desk-1", Role.DESK)
+CREW = Actor("thandi", ClaimRole.CREW)
+DESK = Actor("desk-1", ClaimRole.DESK)
 CARDS = [f"60010091{n:05d}" for n in range(12)]
 NAMES = {c: f"Member {n} Mokoena" for n, c in enumerate(CARDS)}
 PRIZES = tuple(Prize(f"R{v:,}.00", v * 100) for v in (5000, 1000, 2000, 500, 10000))

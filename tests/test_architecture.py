@@ -3,6 +3,7 @@ breaks them, and the pure core loads no I/O library."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -52,3 +53,13 @@ def test_the_pure_core_loads_no_io_library() -> None:
         [sys.executable, "-c", probe], cwd=PROJECT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_no_two_public_classes_share_a_name() -> None:
+    defined: dict[str, list[str]] = {}
+    for module in sorted((PROJECT / "bonusd").rglob("*.py")):
+        for node in ast.parse(module.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                defined.setdefault(node.name, []).append(str(module.relative_to(PROJECT)))
+    shared = {name: where for name, where in defined.items() if len(where) > 1}
+    assert not shared, shared

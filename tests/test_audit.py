@@ -20,7 +20,7 @@ from bonusd.audit.chain import (
     to_jsonl,
     verify_chain,
 )
-from bonusd.draws.claims import Actor, DrawClaim, LetterBook, Prize, Role
+from bonusd.draws.claims import Actor, ClaimRole, DrawClaim, LetterBook, Prize
 from bonusd.draws.evidence import (
     claim_payload,
     commitment_payload,
@@ -33,13 +33,13 @@ from bonusd.draws.evidence import (
 )
 from bonusd.draws.fairness import Pool
 from bonusd.draws.poolfile import parse_pool
-from bonusd.draws.rounds import Draw
+from bonusd.draws.rounds import DrawRounds
 from bonusd.errors import AuditFormatError
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 T0 = dt.datetime(2026, 11, 7, 18, 0, tzinfo=SAST)
-CREW = Actor("thandi", Role.CREW)
-DESK = Actor("pieter", Role.DESK)
+CREW = Actor("thandi", ClaimRole.CREW)
+DESK = Actor("pieter", ClaimRole.DESK)
 
 
 def clock() -> itertools.count[int]:
@@ -137,10 +137,10 @@ def test_pool_files_parse_back_exactly() -> None:
         parse_pool(b"something else\n")
 
 
-def run_draw() -> tuple[Draw, AuditLog, dict[str, Pool]]:
+def run_draw() -> tuple[DrawRounds, AuditLog, dict[str, Pool]]:
     """A Halfway-style draw with two rounds, a no-show, a redraw, all recorded."""
     counter = itertools.count(1)
-    d = Draw("gh-halfway", seed_source=lambda n: next(counter).to_bytes(n, "big"))
+    d = DrawRounds("gh-halfway", seed_source=lambda n: next(counter).to_bytes(n, "big"))
     log, tick = AuditLog(), itertools.count()
 
     def rec(kind: Kind, payload: dict[str, object], actor: str = "system") -> None:
@@ -167,7 +167,7 @@ def run_draw() -> tuple[Draw, AuditLog, dict[str, Pool]]:
             announced = T0 + dt.timedelta(seconds=next(tick))
             claim = DrawClaim(
                 len(log.records), draw_id=d.draw_id, card=pick.card, announced_at=announced,
-                actor=Actor("system", Role.SYSTEM), draw_at=T0,
+                actor=Actor("system", ClaimRole.SYSTEM), draw_at=T0,
             )  # fmt: skip
             if r == 1 and pick.number == 2:
                 move = claim.no_show(CREW, announced + dt.timedelta(seconds=91))
@@ -246,7 +246,7 @@ def test_draw_report_lists_picks_outcomes_exceptions_and_overrides() -> None:
 
 
 def test_manual_picks_are_recorded_and_reported() -> None:
-    d = Draw("gh-final")
+    d = DrawRounds("gh-final")
     d.open_round("slots", 1, 5, manual=True)
     d.freeze("slots", 1, {"A": 2, "B": 1})
     pick = d.accept_ticket("slots", 1, 3)

@@ -10,6 +10,7 @@ import pytest
 from bonusd.draws.claims import (
     Actor,
     ClaimError,
+    ClaimRole,
     DeadlineError,
     DrawClaim,
     DrawClaimState,
@@ -17,7 +18,6 @@ from bonusd.draws.claims import (
     Prize,
     ProxyRegister,
     RegisterError,
-    Role,
     RoleError,
     Timer,
     TransitionError,
@@ -27,9 +27,9 @@ from bonusd.draws.rounds import RevealSet
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 DRAW_AT = dt.datetime(2026, 11, 7, 19, 0, tzinfo=SAST)
-CREW = Actor("thandi", Role.CREW)
-DESK = Actor("pieter", Role.DESK)
-SYSTEM = Actor("scheduler", Role.SYSTEM)
+CREW = Actor("thandi", ClaimRole.CREW)
+DESK = Actor("pieter", ClaimRole.DESK)
+SYSTEM = Actor("scheduler", ClaimRole.SYSTEM)
 PRIZES = [Prize("R5,000", 500_000), Prize("R10,000", 1_000_000), Prize("R20,000", 2_000_000)]
 S = DrawClaimState
 

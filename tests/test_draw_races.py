@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 from bonusd.audit.chain import AuditRecord, Entry, Kind
 from bonusd.audit.store import AuditStore, Extra
 from bonusd.clocks.clock import ManualClock
-from bonusd.draws.claims import Actor, Role
+from bonusd.draws.claims import Actor, ClaimRole
 from bonusd.draws.desk import DrawDesk
 from bonusd.draws.ledger import ATTEMPTS
 from bonusd.errors import ConflictError
@@ -35,7 +35,7 @@ from bonusd.raps.desk import JackpotDesk
 from tests import test_jackpotdesk as raps
 from tests.test_drawdesk import GH, HW, PID, Site, of_kind, seeds
 
-DESK = Actor("desk-1", Role.DESK)
+DESK = Actor("desk-1", ClaimRole.DESK)
 
 
 class HookedAudit(AuditStore):

@@ -21,12 +21,12 @@ from bonusd.draws.book import SCHEDULER, DrawBook, LedgerError
 from bonusd.draws.claims import (
     Actor,
     ClaimError,
+    ClaimRole,
     DeadlineError,
     DrawClaimState,
     Prize,
     RegisterError,
     RevealError,
-    Role,
     RoleError,
     TransitionError,
 )
@@ -44,8 +44,8 @@ GH = Path(__file__).parent.parent / "promotions" / "golden-horse-mega-points-cha
 PID = "golden-horse-mega-points-chase"
 HW = "halfway"
 HALFWAY = f"{PID}.{HW}"
-CREW = Actor("thandi", Role.CREW)
-DESK = Actor("desk-1", Role.DESK)
+CREW = Actor("thandi", ClaimRole.CREW)
+DESK = Actor("desk-1", ClaimRole.DESK)
 POOLED1 = ("pooled", 1)
 FIVE_PRIZES = tuple(Prize(f"R{v}", v * 100) for v in (500, 1000, 2000, 5000, 10000))
 

@@ -10,8 +10,8 @@ import pytest
 from bonusd.draws.claims import Prize, RevealError
 from bonusd.draws.fairness import SkipReason, pick_sequence
 from bonusd.draws.rounds import (
-    Draw,
     DrawError,
+    DrawRounds,
     ManualTicketError,
     RoundRecord,
     verify_draw,
@@ -22,16 +22,16 @@ def seeds() -> itertools.count[int]:
     return itertools.count(1)
 
 
-def draw(draw_id: str = "gh-halfway") -> Draw:
+def draw(draw_id: str = "gh-halfway") -> DrawRounds:
     counter = seeds()
-    return Draw(draw_id, seed_source=lambda n: next(counter).to_bytes(n, "big"))
+    return DrawRounds(draw_id, seed_source=lambda n: next(counter).to_bytes(n, "big"))
 
 
 def entries(first: int, last: int, *, tickets: int = 0) -> dict[str, int]:
     return {f"M{i:03d}": tickets or 1 + i % 4 for i in range(first, last)}
 
 
-def record(d: Draw, tombola: str, round_no: int) -> RoundRecord:
+def record(d: DrawRounds, tombola: str, round_no: int) -> RoundRecord:
     rnd = d.round(tombola, round_no)
     assert rnd.pool is not None
     seed = d.reveal_seed(tombola, round_no)

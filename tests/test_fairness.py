@@ -16,12 +16,12 @@ import pytest
 from bonusd.audit.chain import AuditLog, Kind, canonical_json
 from bonusd.draws.evidence import pick_payload
 from bonusd.draws.fairness import (
+    CandidateStream,
     PassedOver,
     Pick,
     Picker,
     Pool,
     SkipReason,
-    Stream,
     candidate,
     commit_seed,
     new_seed,
@@ -101,7 +101,7 @@ def test_pick_message_layout() -> None:
     assert msg == (
         b"bonusd-pick-v1" + b"\x00\x02d1" + b"\x00\x05slots" + bytes.fromhex(h) + (258).to_bytes(8)
     )
-    block = Stream(SEED, "d1", "slots", h).block(258)
+    block = CandidateStream(SEED, "d1", "slots", h).block(258)
     assert block == hmac.new(SEED, msg, hashlib.sha256).digest()
 
 
@@ -264,7 +264,7 @@ def test_worked_example_in_the_docs() -> None:
     assert pool.serialise().decode() in text
     assert commit_seed(SEED) in text
     assert pool.commitment in text
-    stream = Stream(SEED, pool.draw_id, pool.tombola, pool.commitment)
+    stream = CandidateStream(SEED, pool.draw_id, pool.tombola, pool.commitment)
     assert stream.block(1).hex() in text
     picks = pick_sequence(pool, SEED, 3, barred={"C1003": SkipReason.EXCLUDED})
     assert [(p.counter, p.ticket_number, p.card) for p in picks] == [

@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 from scipy import stats
 
-from bonusd.draws.fairness import Picker, Pool, SkipReason, Stream
+from bonusd.draws.fairness import CandidateStream, Picker, Pool, SkipReason
 
 P_MIN = 0.001
 IntArray = npt.NDArray[np.int64]
@@ -21,7 +21,7 @@ IntArray = npt.NDArray[np.int64]
 
 def stream_values(seed: bytes, pool: Pool, blocks: int) -> IntArray:
     """Accepted ticket indexes from the first `blocks` candidates of the pool's stream."""
-    block = Stream(seed, pool.draw_id, pool.tombola, pool.commitment).block
+    block = CandidateStream(seed, pool.draw_id, pool.tombola, pool.commitment).block
     raw = b"".join([block(c)[:8] for c in range(blocks)])
     bits = (pool.total - 1).bit_length()
     assert bits <= 63
@@ -40,7 +40,7 @@ def seed_of(i: int) -> bytes:
 def test_vector_model_is_the_real_stream() -> None:
     pool = Pool.freeze("d", "t", {f"M{i:03d}": 1 + i % 7 for i in range(300)})
     model = stream_values(seed_of(1), pool, 3000)
-    stream = Stream(seed_of(1), pool.draw_id, pool.tombola, pool.commitment)
+    stream = CandidateStream(seed_of(1), pool.draw_id, pool.tombola, pool.commitment)
     real = [stream.below(pool.total)[1] for _ in range(len(model))]
     assert model.tolist() == real
     assert owners(pool, model).tolist() == [pool.index_of(pool.owner(t)) for t in real]

@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
-from bonusd.draws.claims import Actor, ClaimError, Role
+from bonusd.draws.claims import Actor, ClaimError, ClaimRole
 from bonusd.draws.fairness import pick_sequence
 from bonusd.draws.poolfile import parse_pool
 from bonusd.errors import NotFoundError
@@ -25,14 +25,14 @@ from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
 from bonusd.promotions.store import PromotionStore
 from bonusd.raps.desk import JackpotDesk
-from bonusd.raps.rules import RapsClaimState, Reason
+from bonusd.raps.rules import IneligibleReason, RapsClaimState
 
 FESTA = Path(__file__).parent.parent / "promotions" / "montecasino-festa-fortuna.toml"
 PID = "montecasino-festa-fortuna"
 SID = "jackpot-2025-10-04"
 J1 = f"{PID}.{SID}.j1"
-CREW = Actor("lerato", Role.CREW)
-DESK = Actor("desk-1", Role.DESK)
+CREW = Actor("lerato", ClaimRole.CREW)
+DESK = Actor("desk-1", ClaimRole.DESK)
 R = RapsClaimState
 # the test copy of the promotion: tiers Q, K and A only, and two retries after an empty pool
 EMPTY = 'empty_pool = { retry_seconds = 60, retries = 5, then = "carry_over" }'
@@ -144,11 +144,11 @@ def store(s: Site) -> FloorStore:
 
 ELIGIBLE = [f"E{n:02d}" for n in range(30)]
 REASONS = {
-    Reason.EXCLUDED: 4,
-    Reason.OUTSIDE_AREAS: 4,
-    Reason.NOT_ACTIVE: 4,
-    Reason.BELOW_MIN_SPEND: 4,
-    Reason.TIER: 4,  # two J-tier members and two unregistered cards
+    IneligibleReason.EXCLUDED: 4,
+    IneligibleReason.OUTSIDE_AREAS: 4,
+    IneligibleReason.NOT_ACTIVE: 4,
+    IneligibleReason.BELOW_MIN_SPEND: 4,
+    IneligibleReason.TIER: 4,  # two J-tier members and two unregistered cards
 }
 
 

@@ -21,7 +21,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from bonusd.draws.book import DrawBook, DrawPlan
-from bonusd.draws.claims import Actor, Role
+from bonusd.draws.claims import Actor, ClaimRole
 from bonusd.promotions import load_promotion
 from bonusd.push.stream import Stream
 from bonusd.push.views import Inputs, signage_view
@@ -36,7 +36,7 @@ GH = load_promotion(PROJECT / "promotions" / "golden-horse-mega-points-chase.tom
 FESTA = load_promotion(PROJECT / "promotions" / "montecasino-festa-fortuna.toml")
 HALFWAY = GH.draw("halfway")
 SESSION = FESTA.jackpot_sessions[0]
-SYSTEM = Actor("scheduler", Role.SYSTEM)
+SYSTEM = Actor("scheduler", ClaimRole.SYSTEM)
 DIGITS = "0123456789"
 
 

@@ -25,8 +25,7 @@ from bonusd.audit.chain import Kind
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.book import SCHEDULER, actor_text
-from bonusd.draws.claims import Actor
-from bonusd.draws.claims import Role as ClaimRole
+from bonusd.draws.claims import Actor, ClaimRole
 from bonusd.draws.desk import DrawDesk
 from bonusd.draws.evidence import claim_payload
 from bonusd.floor.store import FloorStore

@@ -15,8 +15,8 @@ import pytest
 from bonusd.promotions import (
     Channel,
     MemberWindowStats,
-    Play,
     Promotion,
+    RatedPlay,
     Side,
     SideStats,
     activation_refusal,
@@ -122,10 +122,10 @@ def test_play_window_edges() -> None:
         return dt.datetime(2025, 10, 15, h, m, s, tzinfo=JHB)
 
     plays = [
-        Play(t(20, 59, 59), Side.SLOTS, 5_000),  # before 21:00: out
-        Play(t(21, 0), Side.SLOTS, 120),  # in
-        Play(t(21, 29, 59), Side.TABLES, 80),  # in
-        Play(t(21, 30), Side.SLOTS, 5_000),  # the bin has closed: out
+        RatedPlay(t(20, 59, 59), Side.SLOTS, 5_000),  # before 21:00: out
+        RatedPlay(t(21, 0), Side.SLOTS, 120),  # in
+        RatedPlay(t(21, 29, 59), Side.TABLES, 80),  # in
+        RatedPlay(t(21, 30), Side.SLOTS, 5_000),  # the bin has closed: out
     ]
     s = aggregate(festa(), draw, plays)
     assert (s.slots.points, s.tables.points, s.slots.plays, s.tables.plays) == (120, 80, 1, 1)

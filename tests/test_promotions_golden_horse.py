@@ -16,8 +16,8 @@ from bonusd.promotions import (
     BoardEntry,
     EntryPool,
     MemberWindowStats,
-    Play,
     Promotion,
+    RatedPlay,
     Side,
     SideStats,
     Tombola,
@@ -138,26 +138,28 @@ def test_not_activated_holds_tickets_but_no_entries() -> None:
 def test_threshold_crossed_only_thanks_to_the_3x_window() -> None:
     halfway = gh().draw("halfway")
     plays = [
-        Play(at("2026-10-02 12:00"), Side.SLOTS, 6_000),  # 6,000 (no multiplier)
-        Play(at("2026-10-03 18:00"), Side.SLOTS, 5_000),  # 3x on launch day 17:00-22:00: 15,000
+        RatedPlay(at("2026-10-02 12:00"), Side.SLOTS, 6_000),  # 6,000 (no multiplier)
+        RatedPlay(
+            at("2026-10-03 18:00"), Side.SLOTS, 5_000
+        ),  # 3x on launch day 17:00-22:00: 15,000
     ]
     with_3x = aggregate(gh(), halfway, plays)
     assert with_3x.slots.points == 21_000
     # 21,000 >= 20,000: 21 + 2 x 2 visits = 25.
     assert standing(gh(), halfway, member(), with_3x, activated=True).tickets == 25
     # The same play an hour earlier (16:00) is not multiplied: 11,000 < 20,000.
-    early = [plays[0], Play(at("2026-10-03 16:59:59"), Side.SLOTS, 5_000)]
+    early = [plays[0], RatedPlay(at("2026-10-03 16:59:59"), Side.SLOTS, 5_000)]
     without = aggregate(gh(), halfway, early)
     assert without.slots.points == 11_000
     s = standing(gh(), halfway, member(), without, activated=True)
     assert (s.tickets, s.reasons[0]) == (0, "slots: 11,000 of 20,000 points")
     # 22:00 is the end of the window (exclusive): not multiplied either.
-    late = [plays[0], Play(at("2026-10-03 22:00"), Side.SLOTS, 5_000)]
+    late = [plays[0], RatedPlay(at("2026-10-03 22:00"), Side.SLOTS, 5_000)]
     assert aggregate(gh(), halfway, late).slots.points == 11_000
 
 
 def test_draw_day_multiplier_counts_only_for_windows_that_include_it() -> None:
-    play = [Play(at("2026-11-07 18:00"), Side.TABLES, 10_000)]  # 3x on the halfway draw day
+    play = [RatedPlay(at("2026-11-07 18:00"), Side.TABLES, 10_000)]  # 3x on the halfway draw day
     # Halfway closed 06 Nov 07:59: nothing. Bonus (to 27 Nov 07:59): 30,000.
     assert aggregate(gh(), gh().draw("halfway"), play).tables.points == 0
     assert aggregate(gh(), gh().draw("bonus"), play).tables.points == 30_000
@@ -166,10 +168,10 @@ def test_draw_day_multiplier_counts_only_for_windows_that_include_it() -> None:
 def test_gaming_day_split_across_midnight_is_one_visit() -> None:
     halfway = gh().draw("halfway")
     plays = [
-        Play(at("2026-10-05 23:30"), Side.SLOTS, 100),  # gaming day 05 Oct
-        Play(at("2026-10-06 00:30"), Side.TABLES, 100),  # still gaming day 05 Oct
-        Play(at("2026-10-06 07:59:59"), Side.SLOTS, 100),  # still 05 Oct
-        Play(at("2026-10-06 08:00"), Side.SLOTS, 100),  # gaming day 06 Oct: a second visit
+        RatedPlay(at("2026-10-05 23:30"), Side.SLOTS, 100),  # gaming day 05 Oct
+        RatedPlay(at("2026-10-06 00:30"), Side.TABLES, 100),  # still gaming day 05 Oct
+        RatedPlay(at("2026-10-06 07:59:59"), Side.SLOTS, 100),  # still 05 Oct
+        RatedPlay(at("2026-10-06 08:00"), Side.SLOTS, 100),  # gaming day 06 Oct: a second visit
     ]
     s = aggregate(gh(), halfway, plays)
     assert s.visits == 2
@@ -184,9 +186,9 @@ def test_window_edges_are_whole_gaming_days() -> None:
     assert window.closes == at("2026-11-06 08:00")  # "06 November 2026 07:59" inclusive
     assert (window.first_day, window.last_day) == (dt.date(2026, 10, 1), dt.date(2026, 11, 5))
     plays = [
-        Play(at("2026-10-01 07:59:59"), Side.SLOTS, 1_000),  # gaming day 30 Sep: out
-        Play(at("2026-11-06 07:59:59"), Side.SLOTS, 2_000),  # gaming day 05 Nov: in
-        Play(at("2026-11-06 08:00"), Side.SLOTS, 4_000),  # gaming day 06 Nov: out
+        RatedPlay(at("2026-10-01 07:59:59"), Side.SLOTS, 1_000),  # gaming day 30 Sep: out
+        RatedPlay(at("2026-11-06 07:59:59"), Side.SLOTS, 2_000),  # gaming day 05 Nov: in
+        RatedPlay(at("2026-11-06 08:00"), Side.SLOTS, 4_000),  # gaming day 06 Nov: out
     ]
     assert aggregate(gh(), halfway, plays).slots.points == 2_000
 

@@ -9,7 +9,7 @@ import datetime as dt
 from bonusd.api.draws import CLAIM_ACTIONS
 from bonusd.api.jackpots import RAPS_ACTIONS as API_RAPS_ACTIONS
 from bonusd.draws.book import DrawBook, DrawPlan
-from bonusd.draws.claims import Actor, Role
+from bonusd.draws.claims import Actor, ClaimRole
 from bonusd.promotions import load_promotion
 from bonusd.push.crewview import DRAW_ACTIONS, RAPS_ACTIONS, crew_events, crew_view
 from bonusd.push.hub import PushStats, Stream, Subscriber
@@ -22,7 +22,11 @@ from tests.conftest import PROJECT
 
 GH = load_promotion(PROJECT / "promotions" / "golden-horse-mega-points-chase.toml")
 FESTA = load_promotion(PROJECT / "promotions" / "montecasino-festa-fortuna.toml")
-SYSTEM, CREW, DESK = Actor("s", Role.SYSTEM), Actor("c", Role.CREW), Actor("d", Role.DESK)
+SYSTEM, CREW, DESK = (
+    Actor("s", ClaimRole.SYSTEM),
+    Actor("c", ClaimRole.CREW),
+    Actor("d", ClaimRole.DESK),
+)
 DRAW_AT = dt.datetime.combine(GH.draw("halfway").date, dt.time(19, 0), GH.zone)
 SESSION = FESTA.jackpot_sessions[0]
 JACKPOT_AT = dt.datetime.combine(SESSION.date, dt.time(14, 30), FESTA.zone)

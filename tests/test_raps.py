@@ -13,9 +13,9 @@ from scipy import stats
 
 from bonusd.draws.claims import (
     Actor,
+    ClaimRole,
     DeadlineError,
     RegisterError,
-    Role,
     RoleError,
     TransitionError,
 )
@@ -25,6 +25,7 @@ from bonusd.raps.rules import (
     DeclineRegister,
     EmptyPool,
     FloorPlayer,
+    IneligibleReason,
     Jackpot,
     PlayKind,
     RapsClaim,
@@ -32,15 +33,14 @@ from bonusd.raps.rules import (
     RapsError,
     RapsPick,
     RapsRules,
-    Reason,
     eligibility,
 )
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 JACKPOT_AT = dt.datetime(2025, 10, 4, 14, 30, tzinfo=SAST)
-CREW = Actor("lerato", Role.CREW)
-DESK = Actor("desk-1", Role.DESK)
-SYSTEM = Actor("scheduler", Role.SYSTEM)
+CREW = Actor("lerato", ClaimRole.CREW)
+DESK = Actor("desk-1", ClaimRole.DESK)
+SYSTEM = Actor("scheduler", ClaimRole.SYSTEM)
 RULES = RapsRules()
 R = RapsClaimState
 
@@ -79,11 +79,11 @@ def test_eligibility_gives_every_reason() -> None:
     assert [p.card for p in elig.eligible] == ["EDGE", "EXACT", "OK1", "OK2"]
     reasons = {i.player.card: i.reasons for i in elig.ineligible}
     assert reasons == {
-        "PRIVE": (Reason.OUTSIDE_AREAS,),
-        "IDLE": (Reason.NOT_ACTIVE,),
-        "CHEAP": (Reason.BELOW_MIN_SPEND,),
-        "BANNED": (Reason.EXCLUDED, Reason.BELOW_MIN_SPEND),
-        "WON": (Reason.PREVIOUS_WINNER,),
+        "PRIVE": (IneligibleReason.OUTSIDE_AREAS,),
+        "IDLE": (IneligibleReason.NOT_ACTIVE,),
+        "CHEAP": (IneligibleReason.BELOW_MIN_SPEND,),
+        "BANNED": (IneligibleReason.EXCLUDED, IneligibleReason.BELOW_MIN_SPEND),
+        "WON": (IneligibleReason.PREVIOUS_WINNER,),
     }
     assert elig.player("OK2").location == "RL-03 seat 4, bank B12, smoking"
 
@@ -99,8 +99,8 @@ def test_tier_rule_and_duplicate_cards() -> None:
     elig = eligibility(snapshot, at=JACKPOT_AT, rules=rules)
     assert [(p.card, p.device) for p in elig.eligible] == [("J1", "EGM-J1"), ("TWICE", "EGM-2")]
     assert {(i.player.card, i.reasons) for i in elig.ineligible} == {
-        ("A1", (Reason.TIER,)),
-        ("TWICE", (Reason.DUPLICATE,)),
+        ("A1", (IneligibleReason.TIER,)),
+        ("TWICE", (IneligibleReason.DUPLICATE,)),
     }
     with pytest.raises(ValueError, match="aware"):
         eligibility(snapshot, at=JACKPOT_AT.replace(tzinfo=None), rules=rules)

@@ -25,7 +25,7 @@ import redis.asyncio as aioredis
 
 from bonusd.clocks.clock import ManualClock
 from bonusd.infra.keys import Keys
-from bonusd.promotions import EntryPool, Play, Promotion, Side, aggregate, standing
+from bonusd.promotions import EntryPool, Promotion, RatedPlay, Side, aggregate, standing
 from bonusd.promotions.rules import Standing
 from bonusd.promotions.store import PromotionStore
 from bonusd.registry.records import Member
@@ -132,7 +132,7 @@ def festa(
 def _engine(run: Rehearsed) -> dict[tuple[str, str], Standing]:
     """Every member's standing in every draw, computed by the pure engine from the
     published event log (and the member records the daemon imported)."""
-    plays: dict[str, list[Play]] = defaultdict(list)
+    plays: dict[str, list[RatedPlay]] = defaultdict(list)
     with run.log.open(encoding="utf-8") as fh:
         for line in fh:
             topic, body = line.rstrip("\n").split("\t", 1)
@@ -140,7 +140,7 @@ def _engine(run: Rehearsed) -> dict[tuple[str, str], Standing]:
             if event["type"] in PLAY_TYPES:
                 side = Side.SLOTS if "/egm/" in topic else Side.TABLES
                 at = dt.datetime.fromisoformat(event["ts"])
-                plays[event["card"]].append(Play(at, side, int(event.get("points", 0))))
+                plays[event["card"]].append(RatedPlay(at, side, int(event.get("points", 0))))
     p, out = run.promotion, {}
     for draw in p.draw_list:
         for card, member in run.members.items():

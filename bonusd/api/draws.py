@@ -19,8 +19,7 @@ from pydantic import BaseModel, Field
 
 from bonusd.access.auth import Principal, Role
 from bonusd.draws.book import DrawBook, subject_of
-from bonusd.draws.claims import Actor, Prize
-from bonusd.draws.claims import Role as ClaimRole
+from bonusd.draws.claims import Actor, ClaimRole, Prize
 from bonusd.draws.evidence import draw_report
 from bonusd.draws.rounds import DrawError
 

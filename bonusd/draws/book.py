@@ -48,7 +48,7 @@ from bonusd.draws.plan import (
     parse_time,
     subject_of,
 )
-from bonusd.draws.rounds import Draw, DrawError, RevealSet, RoundKey
+from bonusd.draws.rounds import DrawError, DrawRounds, RevealSet, RoundKey
 from bonusd.errors import BonusdError
 
 # the plan and the ledger's text forms live in `bonusd.draws.plan`; importable from here too
@@ -108,7 +108,7 @@ class DrawBook(ClaimSteps):
     def __init__(self, plan: DrawPlan) -> None:
         self.plan = plan
         self.subject = plan.subject
-        self.draw = Draw(plan.subject)
+        self.draw = DrawRounds(plan.subject)
         self.claims: dict[int, DrawClaim] = {}
         self.claim_round: dict[int, tuple[RoundKey, int]] = {}
         first = plan.rounds[0].at

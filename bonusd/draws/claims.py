@@ -52,7 +52,7 @@ class RevealError(ClaimError):
     """A sealed reveal cannot be picked (no such reveal, or already picked)."""
 
 
-class Role(StrEnum):
+class ClaimRole(StrEnum):
     CREW = "crew"
     DESK = "desk"
     SYSTEM = "system"  # the scheduler acting on an expired timer
@@ -61,7 +61,7 @@ class Role(StrEnum):
 @dataclass(frozen=True)
 class Actor:
     name: str
-    role: Role
+    role: ClaimRole
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role})"
@@ -108,7 +108,7 @@ def timestamp(at: dt.datetime) -> str:
 
 
 Timing = Literal["", "by", "after"]
-Roles = frozenset[Role]
+Roles = frozenset[ClaimRole]
 
 
 class Rule(NamedTuple):
@@ -127,7 +127,11 @@ def make_rule(
     )
 
 
-CREW, DESK, SYSTEM = frozenset({Role.CREW}), frozenset({Role.DESK}), frozenset({Role.SYSTEM})
+CREW, DESK, SYSTEM = (
+    frozenset({ClaimRole.CREW}),
+    frozenset({ClaimRole.DESK}),
+    frozenset({ClaimRole.SYSTEM}),
+)
 
 
 class Machine:
@@ -201,7 +205,7 @@ class ProxyRegister:
         self, participant: str, proxy_id: str, actor: Actor, at: dt.datetime, *, name: str = ""
     ) -> Proxy:
         where = f"draw {self.draw_id} proxy register"
-        if actor.role is not Role.DESK:
+        if actor.role is not ClaimRole.DESK:
             raise RoleError(f"{where}: only the desk records proxies, not {actor}")
         if not self.opens_at <= aware(at) < self.closes_at:
             minutes = self.cutoff.total_seconds() / 60

@@ -176,7 +176,7 @@ def candidate(block: bytes, n: int) -> int | None:
     return value if value < n else None
 
 
-class Stream:
+class CandidateStream:
     """The candidate stream of one (seed, draw, tombola, context hash): unbiased integers."""
 
     def __init__(
@@ -206,7 +206,7 @@ def shuffle(
 ) -> list[T]:
     """A verifiable Fisher-Yates shuffle: for i = len-1 down to 1, swap i with below(i+1)."""
     out = list(items)
-    stream = Stream(seed, draw_id, label, context_hash)
+    stream = CandidateStream(seed, draw_id, label, context_hash)
     for i in range(len(out) - 1, 0, -1):
         _, j = stream.below(i + 1)
         out[i], out[j] = out[j], out[i]
@@ -262,7 +262,7 @@ class Picker:
         self.pool = pool
         self._cumulative = pool.cumulative
         self._total = pool.total
-        self._stream = Stream(seed, pool.draw_id, pool.tombola, pool.commitment)
+        self._stream = CandidateStream(seed, pool.draw_id, pool.tombola, pool.commitment)
         self._barred: dict[str, SkipReason] = {}
         self._open = pool.members
         self.picks: list[Pick] = []

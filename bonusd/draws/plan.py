@@ -8,14 +8,14 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bonusd.draws.claims import Actor, Prize, Role
+from bonusd.draws.claims import Actor, ClaimRole, Prize
 from bonusd.draws.fairness import Pool
 from bonusd.draws.rounds import DrawError, RoundKey
 from bonusd.promotions.schema import Draw as DrawSpec
 from bonusd.promotions.schema import Promotion
 from bonusd.promotions.timing import prize_letters_lapse_at, round_instants
 
-SCHEDULER = Actor("scheduler", Role.SYSTEM)
+SCHEDULER = Actor("scheduler", ClaimRole.SYSTEM)
 
 
 def actor_text(actor: Actor) -> str:
@@ -24,7 +24,7 @@ def actor_text(actor: Actor) -> str:
 
 def parse_actor(text: str) -> Actor:
     name, _, role = text.rpartition(" (")
-    return Actor(name, Role(role.rstrip(")")))
+    return Actor(name, ClaimRole(role.rstrip(")")))
 
 
 def parse_time(text: str) -> dt.datetime:

@@ -1,6 +1,6 @@
 """Draw rounds as pure logic: commit, freeze, pick, redraw, seats and manual tombolas.
 
-A `Draw` is one whole draw (a draw day): the 19h00, 20h00 and 21h00 rounds of the Halfway
+A `DrawRounds` is one whole draw (a draw day): the 19h00, 20h00 and 21h00 rounds of the Halfway
 draw are one draw, and so are the Final's slots and tables tombolas. Its rules:
 
 - a member is picked at most once per draw: whoever was picked in any round or tombola
@@ -38,11 +38,11 @@ from bonusd.draws.types import (
     ALREADY,
     EXCLUDED,
     SEATED,
+    AutoSeat,
     DrawError,
     ManualPick,
     ManualTicketError,
     RoundKey,
-    Seat,
 )
 from bonusd.draws.verify import RoundRecord, verify_draw
 
@@ -52,15 +52,15 @@ __all__ = [
     "ALREADY",
     "EXCLUDED",
     "SEATED",
-    "Draw",
+    "AutoSeat",
     "DrawError",
+    "DrawRounds",
     "ManualPick",
     "ManualTicketError",
     "RevealSet",
     "Round",
     "RoundKey",
     "RoundRecord",
-    "Seat",
     "TicketList",
     "verify_draw",
 ]
@@ -136,14 +136,14 @@ class Round:
         return self.picker.picks if self.picker is not None else []
 
 
-class Draw:
+class DrawRounds:
     """One draw and all its rounds; enforces once-per-draw across rounds and tombolas."""
 
     def __init__(self, draw_id: str, *, seed_source: SeedSource = secrets.token_bytes) -> None:
         self.draw_id = draw_id
         self._seed_source = seed_source
         self.rounds: dict[RoundKey, Round] = {}
-        self.seats: dict[str, Seat] = {}
+        self.seats: dict[str, AutoSeat] = {}
         self.excluded: set[str] = set()
         self.order: list[tuple[RoundKey, int]] = []  # (round, pick number) across the draw
         self._picked: dict[str, str] = {}  # card -> where it was picked, for messages
@@ -254,7 +254,7 @@ class Draw:
         return pick
 
     # -- seats and exclusions -----------------------------------------------------------
-    def seat(self, card: str, board: str, *, per_board: int = 1) -> Seat:
+    def seat(self, card: str, board: str, *, per_board: int = 1) -> AutoSeat:
         """Seat a leaderboard leader (`per_board` per board); seats are never drawn."""
         if card in self.excluded:
             raise DrawError(f"draw {self.draw_id}: card {card} is excluded and cannot be seated")
@@ -262,7 +262,7 @@ class Draw:
             raise DrawError(f"draw {self.draw_id}: card {card} already won in this draw")
         if sum(s.board == board for s in self.seats.values()) >= per_board:
             raise DrawError(f"draw {self.draw_id}: the {board} board's seats are taken")
-        self.seats[card] = Seat(card, board)
+        self.seats[card] = AutoSeat(card, board)
         for rnd in self.rounds.values():
             if rnd.picker is not None:
                 rnd.picker.bar(card, SEATED)

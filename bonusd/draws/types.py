@@ -28,7 +28,7 @@ RoundKey = tuple[str, int]
 
 
 @dataclass(frozen=True)
-class Seat:
+class AutoSeat:
     """An automatic seat: the number one of a leaderboard (e.g. "slots", "tables")."""
 
     card: str

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from bonusd.draws.fairness import Pick, Pool, SkipReason, Stream, commit_seed
+from bonusd.draws.fairness import CandidateStream, Pick, Pool, SkipReason, commit_seed
 from bonusd.draws.types import ALREADY, EXCLUDED, SEATED, ManualPick, RoundKey
 
 
@@ -41,7 +41,7 @@ class Verification:
 
 
 def _check_pick(
-    stream: Stream,
+    stream: CandidateStream,
     pool: Pool,
     k: int,
     pick: Pick,
@@ -91,7 +91,7 @@ def verify(
         found.append(Mismatch("seed", None, seed_commitment, f"hash {commit_seed(seed)}"))
     if pool.commitment != pool_commitment:
         found.append(Mismatch("pool", None, pool_commitment, f"hash {pool.commitment}"))
-    stream = Stream(seed, pool.draw_id, pool.tombola, pool.commitment)
+    stream = CandidateStream(seed, pool.draw_id, pool.tombola, pool.commitment)
     picked: set[str] = set()
     for k, pick in enumerate(picks, 1):
         problem = _check_pick(stream, pool, k, pick, picked=picked, outside=barred or {})

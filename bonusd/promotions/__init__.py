@@ -36,7 +36,7 @@ from bonusd.promotions.rules import (
 )
 from bonusd.promotions.schedule import Action, TimedAction, schedule
 from bonusd.promotions.schema import Draw, JackpotSession, Promotion
-from bonusd.promotions.stats import MemberWindowStats, Play, SideStats, aggregate
+from bonusd.promotions.stats import MemberWindowStats, RatedPlay, SideStats, aggregate
 from bonusd.promotions.timing import EarningWindow, earning_window
 
 __all__ = [
@@ -49,11 +49,11 @@ __all__ = [
     "EntryPool",
     "JackpotSession",
     "MemberWindowStats",
-    "Play",
     "Promotion",
     "PromotionFileError",
     "PromotionProblem",
     "Ranked",
+    "RatedPlay",
     "RuleLine",
     "Seat",
     "Side",

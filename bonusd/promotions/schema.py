@@ -139,7 +139,7 @@ class Tickets(_Model):
     min_one_if_played: StrictBool = False
 
 
-class Activation(_Model):
+class ActivationRules(_Model):
     channels: list[Channel] = Field(
         default_factory=lambda: [Channel.KIOSK, Channel.APP], min_length=1
     )
@@ -148,7 +148,7 @@ class Activation(_Model):
     bin_close: LocalTime | None = None  # None: at the first round's time
 
 
-class Round(_Model):
+class RoundSpec(_Model):
     """One draw time and how many winners it draws from each tombola."""
 
     time: LocalTime
@@ -193,8 +193,8 @@ class DrawSpec(_Model):
     tickets: Tickets
     tombolas: TombolaMode = TombolaMode.POOLED
     caps: dict[Tier, Positive] = Field(default_factory=dict)
-    activation: Activation = Field(default_factory=Activation)
-    rounds: list[Round] = Field(min_length=1)
+    activation: ActivationRules = Field(default_factory=ActivationRules)
+    rounds: list[RoundSpec] = Field(min_length=1)
     seats: Seats | None = None
     leaderboard: StrictBool = False
     prize_set: Slug | None = None
@@ -252,7 +252,7 @@ class JackpotTimes(_Model):
     random: StrictInt | None = Field(default=None, gt=0, le=DAY_MIN)
 
 
-class EmptyPool(_Model):
+class EmptyPoolRule(_Model):
     """What RAPS does when nobody qualifies at a jackpot time."""
 
     retry_seconds: Annotated[Positive, Field(le=DAY_S)] = 60
@@ -271,7 +271,7 @@ class JackpotSpec(_Model):
     claim_seconds: Annotated[Positive, Field(le=DAY_S)] = 90
     decline_register: StrictBool = True
     prize_set: Slug | None = None
-    empty_pool: EmptyPool = Field(default_factory=EmptyPool)
+    empty_pool: EmptyPoolRule = Field(default_factory=EmptyPoolRule)
 
 
 class JackpotSeries(JackpotSpec):

@@ -59,7 +59,7 @@ class MemberWindowStats:
 
 
 @dataclass(frozen=True)
-class Play:
+class RatedPlay:
     """One rated play as telemetry reports it: an EGM game or a table rating update."""
 
     at: dt.datetime
@@ -70,7 +70,7 @@ class Play:
 def aggregate(
     promotion: Promotion,
     draw: Draw,
-    plays: Iterable[Play],
+    plays: Iterable[RatedPlay],
     *,
     telemetry_since: dt.date | None = None,
 ) -> MemberWindowStats:

@@ -14,8 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from bonusd.draws.book import DrawBook
-from bonusd.draws.claims import Machine
-from bonusd.draws.claims import Role as ClaimRole
+from bonusd.draws.claims import ClaimRole, Machine
 from bonusd.errors import NotFoundError
 from bonusd.notices.announcements import Moment, WinnerEvent, occasion_of, pa_text
 from bonusd.promotions import JackpotSession, Promotion

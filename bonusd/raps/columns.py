@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from bonusd.raps.rules import RapsRules, Reason
+from bonusd.raps.rules import IneligibleReason, RapsRules
 from bonusd.raps.table import Bools, Ints
 
 Codes = npt.NDArray[np.int32]  # a text column as codes of a table value -> code
@@ -49,7 +49,7 @@ class FloorColumns:
 
     def judge(
         self, at_ms: int, rules: RapsRules, previous_winners: Collection[str] = ()
-    ) -> tuple[tuple[str, ...], dict[Reason, Bools]]:
+    ) -> tuple[tuple[str, ...], dict[IneligibleReason, Bools]]:
         """What `rapsfloor.judge` finds on the snapshot these columns are (taken at `at_ms`),
         without reading its file: the eligible cards in code-point order, and the rows each
         reason leaves out."""
@@ -57,14 +57,14 @@ class FloorColumns:
         none = np.zeros(self.rows, dtype=np.bool_)
         winners = frozenset(previous_winners)
         failed = {
-            Reason.EXCLUDED: self.excluded,
-            Reason.OUTSIDE_AREAS: ~_among(self.area, self.areas, rules.areas),
-            Reason.NOT_ACTIVE: self.last_play_ms < cutoff,
-            Reason.BELOW_MIN_SPEND: self.spend_cents < rules.min_spend_cents,
-            Reason.TIER: none
+            IneligibleReason.EXCLUDED: self.excluded,
+            IneligibleReason.OUTSIDE_AREAS: ~_among(self.area, self.areas, rules.areas),
+            IneligibleReason.NOT_ACTIVE: self.last_play_ms < cutoff,
+            IneligibleReason.BELOW_MIN_SPEND: self.spend_cents < rules.min_spend_cents,
+            IneligibleReason.TIER: none
             if rules.tiers is None
             else ~_among(self.tier, self.tiers, rules.tiers),
-            Reason.PREVIOUS_WINNER: np.fromiter(
+            IneligibleReason.PREVIOUS_WINNER: np.fromiter(
                 (c in winners for c in self.cards), dtype=np.bool_, count=self.rows
             )
             if winners

@@ -36,6 +36,7 @@ __all__ = [  # DeclineRegister, RapsClaim, RapsClaimState, WON_STATES: from `rap
     "EmptyPool",
     "FloorPlayer",
     "Ineligible",
+    "IneligibleReason",
     "Jackpot",
     "PlayKind",
     "RapsClaim",
@@ -43,7 +44,6 @@ __all__ = [  # DeclineRegister, RapsClaim, RapsClaimState, WON_STATES: from `rap
     "RapsError",
     "RapsPick",
     "RapsRules",
-    "Reason",
     "eligibility",
 ]
 
@@ -59,7 +59,7 @@ class PlayKind(StrEnum):
     TABLE = "table"
 
 
-class Reason(StrEnum):
+class IneligibleReason(StrEnum):
     """Why a player on the floor is not in a jackpot's pool."""
 
     EXCLUDED = "excluded"
@@ -106,7 +106,7 @@ class RapsRules:
 @dataclass(frozen=True)
 class Ineligible:
     player: FloorPlayer
-    reasons: tuple[Reason, ...]
+    reasons: tuple[IneligibleReason, ...]
 
 
 @dataclass(frozen=True)
@@ -126,20 +126,20 @@ class Eligibility:
 
 def _reasons(
     p: FloorPlayer, at: dt.datetime, rules: RapsRules, previous_winners: Collection[str]
-) -> tuple[Reason, ...]:
-    found: list[Reason] = []
+) -> tuple[IneligibleReason, ...]:
+    found: list[IneligibleReason] = []
     if p.excluded:
-        found.append(Reason.EXCLUDED)
+        found.append(IneligibleReason.EXCLUDED)
     if p.area not in rules.areas:
-        found.append(Reason.OUTSIDE_AREAS)
+        found.append(IneligibleReason.OUTSIDE_AREAS)
     if at - p.last_play > rules.active_window:
-        found.append(Reason.NOT_ACTIVE)
+        found.append(IneligibleReason.NOT_ACTIVE)
     if p.spend_cents < rules.min_spend_cents:
-        found.append(Reason.BELOW_MIN_SPEND)
+        found.append(IneligibleReason.BELOW_MIN_SPEND)
     if rules.tiers is not None and p.tier not in rules.tiers:
-        found.append(Reason.TIER)
+        found.append(IneligibleReason.TIER)
     if p.card in previous_winners:
-        found.append(Reason.PREVIOUS_WINNER)
+        found.append(IneligibleReason.PREVIOUS_WINNER)
     return tuple(found)
 
 
@@ -167,7 +167,7 @@ def eligibility(
         if other is not None:
             keep, drop = (p, other) if p.last_play > other.last_play else (other, p)
             best[p.card] = keep
-            ineligible.append(Ineligible(drop, (Reason.DUPLICATE,)))
+            ineligible.append(Ineligible(drop, (IneligibleReason.DUPLICATE,)))
         else:
             best[p.card] = p
     eligible = tuple(best[c] for c in sorted(best))

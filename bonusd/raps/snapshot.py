@@ -30,7 +30,7 @@ import numpy as np
 from bonusd.audit.chain import Json, canonical_json, utc_text
 from bonusd.draws.fairness import Pool
 from bonusd.draws.verify import Mismatch
-from bonusd.raps.rules import FloorPlayer, PlayKind, RapsRules, Reason
+from bonusd.raps.rules import FloorPlayer, IneligibleReason, PlayKind, RapsRules
 from bonusd.raps.table import Bools, FieldError, FieldTable, Ints
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ class Judgement:
     snapshot: FloorSnapshot
     at_ms: int
     eligible: tuple[str, ...]  # cards, in code-point order
-    failed: dict[Reason, Bools]  # reason -> the rows it applies to
+    failed: dict[IneligibleReason, Bools]  # reason -> the rows it applies to
 
     @cached_property
     def _left_out(self) -> Bools:
@@ -248,7 +248,7 @@ class Judgement:
         return int(self._left_out.sum())
 
     @cached_property
-    def others(self) -> dict[int, tuple[Reason, ...]]:
+    def others(self) -> dict[int, tuple[IneligibleReason, ...]]:
         """Row -> the reasons it was left out, rows in snapshot order."""
         rows = np.flatnonzero(self._left_out).tolist()
         flags = {r: m.tolist() for r, m in self.failed.items()}
@@ -315,12 +315,12 @@ def judge(
     cutoff = snapshot.at_ms - int(rules.active_window.total_seconds() * 1000)
     none = np.zeros(t.rows, dtype=np.bool_)
     failed = {
-        Reason.EXCLUDED: t.equals(EXCLUDED, b"1"),
-        Reason.OUTSIDE_AREAS: ~t.among(AREA, rules.areas),
-        Reason.NOT_ACTIVE: last < cutoff,
-        Reason.BELOW_MIN_SPEND: spend < rules.min_spend_cents,
-        Reason.TIER: none if rules.tiers is None else ~t.among(TIER, rules.tiers),
-        Reason.PREVIOUS_WINNER: t.among(CARD, frozenset(previous_winners)),
+        IneligibleReason.EXCLUDED: t.equals(EXCLUDED, b"1"),
+        IneligibleReason.OUTSIDE_AREAS: ~t.among(AREA, rules.areas),
+        IneligibleReason.NOT_ACTIVE: last < cutoff,
+        IneligibleReason.BELOW_MIN_SPEND: spend < rules.min_spend_cents,
+        IneligibleReason.TIER: none if rules.tiers is None else ~t.among(TIER, rules.tiers),
+        IneligibleReason.PREVIOUS_WINNER: t.among(CARD, frozenset(previous_winners)),
     }
     ok = np.ones(t.rows, dtype=np.bool_)
     for mask in failed.values():

@@ -36,7 +36,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import cast
 
-from bonusd.draws.claims import Actor, ClaimError, DrawClaimState, Role
+from bonusd.draws.claims import Actor, ClaimError, ClaimRole, DrawClaimState
 from bonusd.draws.rounds import DrawError
 from bonusd.errors import NotFoundError
 from bonusd.promotions import Channel, Promotion, standing
@@ -49,8 +49,8 @@ from bonusd.registry.records import Member
 from bonusd.service.root import Service
 
 logger = logging.getLogger(__name__)
-CREW = Actor("rehearsal crew", Role.CREW)
-DESK = Actor("rehearsal desk", Role.DESK)
+CREW = Actor("rehearsal crew", ClaimRole.CREW)
+DESK = Actor("rehearsal desk", ClaimRole.DESK)
 ACTIVATION_LEAD = dt.timedelta(minutes=1)  # members activate this long before the bin closes
 CLAIMS_AFTER = dt.timedelta(hours=6)  # claims of a draw are looked after this long
 _CHUNK = 200  # activations in flight at once
