@@ -42,7 +42,7 @@ lint: setup
 	@.venv/bin/ruff check .
 	@.venv/bin/ruff format --check .
 	@.venv/bin/mypy
-	@.venv/bin/lint-imports --no-cache
+	@PYTHONPATH=loadtests .venv/bin/lint-imports --no-cache
 
 format: setup
 	@.venv/bin/ruff format .

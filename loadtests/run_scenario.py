@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from floorload.runner import Options, run
+from floorload.config import Options
+from floorload.runner import run
 from floorload.scenarios import ROOT, SCENARIOS
 
 from simulators.timefmt import parse_duration

@@ -90,3 +90,22 @@ def from_environment() -> LoadConfig:
             "(make load), which prepares the site and writes the config"
         )
     return LoadConfig.read(Path(path))
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a scenario runs (the options of loadtests/run_scenario.py)."""
+
+    run_time_s: int
+    out: Path
+    speed: float
+    processes: int
+    settle_s: int
+    desk_summary: bool  # the desk opens the whole draw's summary now and then
+    baseline_s: int
+    redis_url: str | None  # None: a throwaway redis-server
+    mqtt_url: str | None  # None: a throwaway Mosquitto with bonusd's configuration
+    daemon_url: str | None  # None: start `bonusd run`
+    site: str | None
+    key_prefix: str
+    topic_prefix: str

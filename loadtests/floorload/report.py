@@ -23,7 +23,7 @@ from floorload.scenarios import Scenario
 from floorload.services import Metrics
 
 if TYPE_CHECKING:
-    from floorload.runner import Options
+    from floorload.config import Options
 
 PUBLISH = "publish egm (QoS 1, PUBACK)"
 E2E_FULL = "card_in publish -> committed (session in Redis)"

@@ -28,7 +28,6 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,7 +39,7 @@ import redis.asyncio as aioredis
 from bonusd.access.auth import TokenStore
 from bonusd.promotions import Promotion
 from floorload import prepare, report
-from floorload.config import CONFIG_ENV, LoadConfig, Tokens
+from floorload.config import CONFIG_ENV, LoadConfig, Options, Tokens
 from floorload.sampler import Sampler
 from floorload.scenarios import ROOT, Scenario
 from floorload.services import (
@@ -58,23 +57,6 @@ from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 
 LOCUSTFILE = ROOT / "loadtests" / "locustfile.py"
 MQTT_CLASSES = ("EgmBank", "TablePit", "IngestProbe")
-
-
-@dataclass(frozen=True)
-class Options:
-    run_time_s: int
-    out: Path
-    speed: float
-    processes: int
-    settle_s: int
-    desk_summary: bool  # the desk opens the whole draw's summary now and then
-    baseline_s: int
-    redis_url: str | None  # None: a throwaway redis-server
-    mqtt_url: str | None  # None: a throwaway Mosquitto with bonusd's configuration
-    daemon_url: str | None  # None: start `bonusd run`
-    site: str | None
-    key_prefix: str
-    topic_prefix: str
 
 
 class PrivateRedis(LocalRedis):
