@@ -5,7 +5,7 @@ The pages are plain HTML, CSS and JavaScript in `displays/` (no build step, noth
 another host). They hold no data: every datum reaches them through the API or the live
 streams (`docs/push.md`), with the bearer token the page was given. So the page routes
 and their static files are public on purpose, plain Starlette routes outside the API's
-route table (`tests/test_roles.py` checks that table), and each answer carries the secure
+route table (`tests/api/test_roles.py` checks that table), and each answer carries the secure
 headers below: a Content-Security-Policy that allows this origin only and no framing,
 `nosniff`, and no referrer (a signage screen's URL may carry its `?token=`).
 

@@ -24,9 +24,10 @@ def parse_pool(data: bytes) -> Pool:
     """Read an archived pool file; it must be exactly `Pool.serialise()` of its content.
 
     Accepts exactly what reading it line by line, building the pool and comparing its
-    `serialise()` with the file accepts, and returns the same pool (tests/test_audit_pool_file.py
-    holds it to that reference), but checks the lines with numpy (a 1,000,000-ticket round
-    has 200,000 of them) and takes the commitment from the file's bytes. A refusal names
+    `serialise()` with the file accepts, and returns the same pool
+    (tests/audit/test_audit_pool_file.py holds it to that reference), but checks the lines
+    with numpy (a 1,000,000-ticket round has 200,000 of them) and takes the commitment from
+    the file's bytes. A refusal names
     the first problem and its line (the header is line 1). Totals beyond an int64 are refused.
     """
     try:

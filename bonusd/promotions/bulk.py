@@ -3,7 +3,7 @@
 `standing` (rules.py) is the reference: one member, with every rule line explained. This
 module computes the same numbers — eligibility, qualification, tickets per tombola — for
 hundreds of thousands of members in one pass, for recomputes, summaries and reports.
-`tests/test_promotions_bulk.py` holds it to the reference on random members and stats for
+`tests/promotions/test_promotions_bulk.py` holds it to the reference on random members and stats for
 every draw of both seed promotions; a rule added to one must be added to the other.
 """
 

@@ -1,9 +1,11 @@
 """The parts the composition root wires, each built from the settings: the floor's store,
-decoder and ingest; the live push hub with desks of its own; the leader lease."""
+decoder and ingest; the draw and jackpot desks; the live push hub with desks of its own;
+the leader lease."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 from redis.asyncio import Redis
 
@@ -75,6 +77,37 @@ def floor_ingest(
         on_commit=on_commit,
     )
     return store, decoder, ingest
+
+
+def desks(
+    *,
+    redis: Redis,
+    keys: Keys,
+    audit: AuditStore,
+    promotions: PromotionStore,
+    clock: Clock,
+    calendar: GamingCalendar,
+    on_deadline_change: Callable[[], None],
+) -> tuple[DrawDesk, JackpotDesk]:
+    """The draw desk and the jackpot desk the service and its routes act through."""
+    draws = DrawDesk(
+        redis=redis,
+        keys=keys,
+        audit=audit,
+        promotions=promotions,
+        clock=clock,
+        on_deadline_change=on_deadline_change,
+    )
+    jackpots = JackpotDesk(
+        redis=redis,
+        keys=keys,
+        audit=audit,
+        promotions=promotions,
+        clock=clock,
+        calendar=calendar,
+        on_deadline_change=on_deadline_change,
+    )
+    return draws, jackpots
 
 
 def push_hub(

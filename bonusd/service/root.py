@@ -33,7 +33,6 @@ from bonusd.api.context import ApiContext
 from bonusd.audit.chain import Kind
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
-from bonusd.draws.desk import DrawDesk
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.idlesweep import sweep_idle
 from bonusd.infra.health import Health
@@ -48,10 +47,9 @@ from bonusd.promotions import Promotion, diff_promotions
 from bonusd.promotions.rulesync import RuleSync, site_promotions
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
-from bonusd.raps.desk import JackpotDesk
 from bonusd.service.actions import ScheduledActions
 from bonusd.service.claimtimers import ClaimTimers
-from bonusd.service.parts import floor_ingest, leadership, push_hub
+from bonusd.service.parts import desks, floor_ingest, leadership, push_hub
 from bonusd.service.retention import RetentionSweeper
 from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings
@@ -112,18 +110,17 @@ class Service:
             promotions=self.promotions,
             on_commit=on_commit,
         )
-        self.tokens = TokenStore(self.redis, self.keys, RateLimits.from_settings(settings))
+        self._build_stores()
+        self._build_live_parts()
+        self._build_http_and_jobs()
+        self._http: uvicorn.Server | None = None
+
+    def _build_stores(self) -> None:
+        """Tokens, the audit trail, the promotions' store and the desks."""
+        self.tokens = TokenStore(self.redis, self.keys, RateLimits.from_settings(self.settings))
         self.audit = AuditStore(self.redis, self.keys)
         self.promotion_store = PromotionStore(self.redis, self.keys, self.promotions)
-        self.draws = DrawDesk(
-            redis=self.redis,
-            keys=self.keys,
-            audit=self.audit,
-            promotions=self.promotion_store,
-            clock=self.clock,
-            on_deadline_change=self._poke_timers,
-        )
-        self.jackpots = JackpotDesk(
+        self.draws, self.jackpots = desks(
             redis=self.redis,
             keys=self.keys,
             audit=self.audit,
@@ -132,8 +129,11 @@ class Service:
             calendar=self.calendar,
             on_deadline_change=self._poke_timers,
         )
+
+    def _build_live_parts(self) -> None:
+        """SMS notices, the live push, rule sync, the leader lease, timed actions, claim timers."""
         self.notices = SmsNotifier(  # SMS to winners who opted in (docs/notices.md)
-            settings=settings,
+            settings=self.settings,
             outbox=Outbox(self.redis, self.keys),
             store=self.store,
             promotions=self.promotion_store,
@@ -141,7 +141,7 @@ class Service:
             metrics=self.metrics,
         )
         self.push = push_hub(  # live views for screens and handhelds
-            settings,
+            self.settings,
             redis=self.redis,
             keys=self.keys,
             audit=self.audit,
@@ -152,19 +152,23 @@ class Service:
         self.rules = RuleSync(  # the same promotion rules on every daemon of the site
             redis=self.redis,
             keys=self.keys,
-            folder=settings.promotions,
-            site=settings.site,
+            folder=self.settings.promotions,
+            site=self.settings.site,
             current=lambda: self.promotions,
             apply=self._apply_promotions,
         )
         self.leader = leadership(  # who runs the work that must run once (docs/leader.md)
-            settings, redis=self.redis, keys=self.keys, health=self.health, metrics=self.metrics
+            self.settings,
+            redis=self.redis,
+            keys=self.keys,
+            health=self.health,
+            metrics=self.metrics,
         )
         self.actions = ScheduledActions(
             redis=self.redis,
             keys=self.keys,
             clock=self.clock,
-            draw_grace=dt.timedelta(seconds=settings.draw_grace_s),
+            draw_grace=dt.timedelta(seconds=self.settings.draw_grace_s),
             promotions=self.promotion_store,
             draws=self.draws,
             jackpots=self.jackpots,
@@ -178,6 +182,9 @@ class Service:
             fence=self.leader.fence,
             channel=self.push.channel,  # steps taken on the site's other daemons
         )
+
+    def _build_http_and_jobs(self) -> None:
+        """The HTTP app, the scheduler and the retention sweeper."""
         self.app = create_app(
             ApiContext(
                 store=self.store,
@@ -185,7 +192,7 @@ class Service:
                 metrics=self.metrics,
                 clock=self.clock,
                 calendar=self.calendar,
-                site=settings.site,
+                site=self.settings.site,
                 tokens=self.tokens,
                 promotions=self.promotion_store,
                 summaries=DrawSummaries(self.promotion_store),
@@ -205,14 +212,13 @@ class Service:
             fence=self.leader.fence,
         )
         self.retention = RetentionSweeper.from_settings(  # docs/retention.md
-            settings,
+            self.settings,
             redis=self.redis,
             keys=self.keys,
             clock=self.clock,
             calendar=self.calendar,
             promotions=lambda: self.promotions,
         )
-        self._http: uvicorn.Server | None = None
 
     async def __aenter__(self) -> Service:
         self.health.redis_ok = True  # assume so until a probe says otherwise, so it logs once

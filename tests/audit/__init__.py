@@ -1,0 +1,1 @@
+"""The hash-chained audit trail, its store in Redis and pool files."""

@@ -1,0 +1,1 @@
+"""Draws: fairness, rounds, books, claims, the draw desk and its races and crashes."""

@@ -1,0 +1,1 @@
+"""Plumbing: the shared clock, the leader lease, Redis Cluster, a clean stop."""

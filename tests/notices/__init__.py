@@ -1,0 +1,1 @@
+"""Telling winners and the floor: winner events, PA texts, SMS and prize letters."""

@@ -1,0 +1,1 @@
+"""Promotion files, the rules engine, and the live standings, boards, summaries and rule sync."""

@@ -1,0 +1,1 @@
+"""The live push to signage and crew handhelds: streams, access, hostile clients, revocation, slow clients."""

@@ -1,0 +1,1 @@
+"""Member and device records and files, and the public forms of names and cards."""

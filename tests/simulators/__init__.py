@@ -1,0 +1,1 @@
+"""The floor simulator, the demo, rehearsals and the load-test smoke run."""
