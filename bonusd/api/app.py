@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 import redis.exceptions
 from fastapi import FastAPI, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
@@ -19,7 +20,12 @@ from bonusd.access.ratelimit import document_throttling
 from bonusd.api.context import ApiContext, guard
 from bonusd.api.docs import add_docs_routes
 from bonusd.api.draws import add_draw_routes
-from bonusd.api.httpguard import MAX_IMPORT_BYTES, BodyLimits, SecureHeaders
+from bonusd.api.httpguard import (
+    MAX_IMPORT_BYTES,
+    BodyLimits,
+    SecureHeaders,
+    validation_refused,
+)
 from bonusd.api.importer import Importer
 from bonusd.api.jackpots import add_jackpot_routes
 from bonusd.api.notices import add_notice_routes
@@ -32,9 +38,9 @@ from bonusd.draws.rounds import DrawError
 from bonusd.errors import ConflictError, ImportFileError, NotFoundError
 from bonusd.floor.activeview import ActiveFloor
 from bonusd.raps.rules import RapsError
-from bonusd.registry.records import Member
+from bonusd.registry.records import CARD_PATTERN, Member
 
-CARD = Path(pattern=r"^[A-Za-z0-9-]{1,32}$", description="Member card number")
+CARD = Path(pattern=CARD_PATTERN, description="Member card number")
 
 
 class HealthOut(BaseModel):
@@ -116,6 +122,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     )
     app.add_middleware(BodyLimits, streamed=IMPORT_PATHS)
     app.add_middleware(SecureHeaders)  # outermost: also on BodyLimits' refusals
+    app.add_exception_handler(RequestValidationError, validation_refused)
     importer = Importer(ctx.store)  # off the event loop: bonusd/api/importer.py
 
     @app.exception_handler(redis.exceptions.ConnectionError)

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
 from bonusd.access.auth import Principal, Role
+from bonusd.api.fields import Card, DocumentNumber, Note, PersonName, PoolHash, TombolaName
 from bonusd.draws.book import DrawBook, subject_of
 from bonusd.draws.claims import Actor, ClaimRole, Prize
 from bonusd.draws.evidence import draw_report
@@ -46,34 +47,34 @@ class RunIn(BaseModel):
 
 
 class ClaimIn(BaseModel):
-    proxy_id: str | None = Field(default=None, description="present: the registered proxy")
+    proxy_id: DocumentNumber | None = Field(default=None, description="present: the proxy")
     reveal: int | None = Field(default=None, ge=1, description="reveal: the reveal picked")
     id_checked: bool = Field(default=True, description="verify: an ID document was seen")
     receipt_checked: bool = Field(default=True, description="verify: the ticket receipt")
 
 
 class ProxyIn(BaseModel):
-    card: str = Field(pattern=r"^[A-Za-z0-9-]{1,32}$")
-    proxy_id: str = Field(min_length=3, max_length=32, description="ID document number")
-    name: str = Field(default="", max_length=80)
+    card: Card
+    proxy_id: DocumentNumber
+    name: PersonName = ""
 
 
 class PrizesIn(BaseModel):
-    tombola: str = "pooled"
+    tombola: TombolaName = "pooled"
     round: int = Field(ge=1, le=50)
     values_cents: list[int] = Field(min_length=1, max_length=200)
 
 
 class TicketIn(BaseModel):
-    tombola: str
+    tombola: TombolaName
     round: int = Field(default=1, ge=1, le=50)
     number: int = Field(ge=1)
-    pool: str | None = Field(default=None, description="pool hash printed on the list")
+    pool: PoolHash | None = None
 
 
 class ExclusionIn(BaseModel):
-    card: str = Field(pattern=r"^[A-Za-z0-9-]{1,32}$")
-    note: str = Field(default="", max_length=200)
+    card: Card
+    note: Note = ""
 
 
 def actor(principal: Principal) -> Actor:

@@ -22,8 +22,12 @@ import io
 import json
 
 import ijson
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bonusd.notices.letterprint import PRINT_SCRIPT_HASH
@@ -204,3 +208,12 @@ class SecureHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+async def validation_refused(_: Request, exc: Exception) -> Response:
+    """422 for a request that fails validation, its errors written as ASCII JSON: the
+    errors echo the input, and a lone surrogate in it (valid in JSON's \\u escapes, not
+    in UTF-8) would otherwise make the refusal itself fail with a 500."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    body = json.dumps({"detail": jsonable_encoder(errors)}, ensure_ascii=True)
+    return Response(body, status_code=422, media_type="application/json")

@@ -9,10 +9,11 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, Path, Query, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from bonusd.access.auth import Principal, Role
 from bonusd.api.draws import CLAIM, ID, actor, deadline_fields, verified
+from bonusd.api.fields import Card
 from bonusd.raps.book import RapsBook
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ RAPS_ACTIONS = {
 
 
 class DeclineIn(BaseModel):
-    card: str = Field(pattern=r"^[A-Za-z0-9-]{1,32}$")
+    card: Card
 
 
 def session_json(book: RapsBook, now: dt.datetime) -> dict[str, Any]:

@@ -13,18 +13,20 @@ from pydantic import BaseModel
 
 from bonusd.access.auth import Principal, Role
 from bonusd.access.ratelimit import TOO_MANY
+from bonusd.api.fields import Card
 from bonusd.audit.chain import Kind
 from bonusd.errors import NotFoundError, ServiceUnavailableError
 from bonusd.promotions import Channel, PromotionFileError, Side, Standing
 from bonusd.promotions.kioskview import breakdown_json, kiosk_standing, sides_json
 from bonusd.promotions.store import ActivationRefused
 from bonusd.promotions.timing import earning_window
+from bonusd.registry.records import CARD_PATTERN
 
 if TYPE_CHECKING:
     from bonusd.api.context import ApiContext
 
 ID = Path(pattern=r"^[a-z0-9][a-z0-9-]{0,79}$")
-CARD = Path(pattern=r"^[A-Za-z0-9-]{1,32}$")
+CARD = Path(pattern=CARD_PATTERN, description="Member card number")
 # the desk page retries a summary Redis could not serve after this many seconds
 SUMMARY_RETRY_AFTER_S = 5
 
@@ -35,7 +37,7 @@ class View(StrEnum):
 
 
 class ActivationIn(BaseModel):
-    card: str
+    card: Card
     channel: Channel
 
 

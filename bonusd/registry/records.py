@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bonusd.registry.text import plain_text
 
 AREA_PATTERN = r"^[a-z0-9_-]{1,32}$"  # an area of the floor: also a signage token's area
+CARD_PATTERN = r"^[A-Za-z0-9-]{1,32}$"  # a member card number, wherever one is taken
 
 
 class Tier(StrEnum):
@@ -35,7 +36,7 @@ class Member(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
 
-    card: str = Field(pattern=r"^[A-Za-z0-9-]{1,32}$")
+    card: str = Field(pattern=CARD_PATTERN)
     name: str = Field(min_length=1, max_length=120)
     tier: Tier
     app_user: bool = False

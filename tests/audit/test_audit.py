@@ -279,3 +279,16 @@ def test_missing_evidence_fails_instead_of_passing_silently() -> None:
     result = evidence(no_seeds, "gh-halfway", pools).verify()
     assert not any(v.ok for v in result.values())
     assert result[("main", 1)].mismatches[0].recorded == "no seed_reveal record"
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_unicode_line_separator_in_a_payload_survives_the_export(separator: str) -> None:
+    """Canonical JSON keeps U+2028, U+2029 and U+0085 unescaped; the export ends records
+    with "\\n" only, so reading it back does not cut a record inside a string."""
+    log = AuditLog()
+    note = f"refused entry{separator}see the register"
+    log.append(at=T0, actor="desk", kind=Kind.EXCLUSION, payload={"card": "1", "note": note})
+    log.append(at=T0, actor="desk", kind=Kind.OVERRIDE, payload={})
+    back = from_jsonl(to_jsonl(log.records))
+    assert [r.payload.get("note") for r in back] == [note, None]
+    assert verify_chain(back).ok
