@@ -30,6 +30,7 @@ from bonusd.access.auth import TokenStore
 from bonusd.access.ratelimit import RateLimits
 from bonusd.api.app import create_app
 from bonusd.api.context import ApiContext
+from bonusd.api.httpguard import SecureHeaders
 from bonusd.audit.chain import Kind
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
@@ -377,7 +378,8 @@ class Service:
 
     async def _serve(self) -> None:
         config = uvicorn.Config(
-            self.app,
+            # once more outside the app's own error handler, so its 500s carry them too
+            SecureHeaders(self.app),
             host=self.settings.http_host,
             port=self.settings.http_port,
             log_level="warning",

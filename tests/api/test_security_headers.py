@@ -113,3 +113,19 @@ def test_the_letter_print_script_is_the_one_its_hash_names() -> None:
     script = letterprint._PRINT_SCRIPT
     digest = "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert digest == PRINT_SCRIPT_HASH and f"'{digest}'" in DOCUMENT_CSP
+
+
+async def test_an_unexpected_500_carries_the_secure_headers_and_no_traceback(
+    daemon: Daemon,
+) -> None:
+    """A fault no handler knows becomes Starlette's bare 500, written outside the app's
+    middleware: the headers are added once more around the whole app."""
+
+    async def boom() -> None:
+        raise RuntimeError("an internal detail that must not leak")
+
+    daemon.service.app.add_api_route("/test-only-boom", boom)
+    r = await daemon.http.get("/test-only-boom")
+    assert r.status_code == 500
+    assert "internal detail" not in r.text
+    assert_secure(r, "500")
