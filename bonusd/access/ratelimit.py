@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI
-from fastapi.routing import APIRoute
 from redis.asyncio import Redis
 
 from bonusd.infra.keys import Keys
@@ -167,22 +165,3 @@ class RateLimiter:
         if outcome == 1:
             return Attempt(True)
         return Attempt(False, counts=tuple(int(n) for n in reply[1:]))
-
-
-TOO_MANY: dict[int | str, dict[str, Any]] = {
-    429: {
-        "description": "Too many requests (or too many failed token checks) from this client, "
-        "token or card in the current window; the `Retry-After` header says when to retry.",
-        "content": {"application/json": {"schema": {"type": "object"}}},
-    }
-}
-
-
-def document_throttling(app: FastAPI) -> None:
-    """List 429 among the responses of every route behind a role guard (they all check a
-    token, and failed checks are rate limited), so the OpenAPI schema says so."""
-    for route in app.routes:
-        if isinstance(route, APIRoute) and any(
-            getattr(dep.call, "roles", None) for dep in route.dependant.dependencies
-        ):
-            route.responses = {**TOO_MANY, **route.responses}

@@ -16,10 +16,10 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from bonusd.access.auth import AuthError, Role
-from bonusd.access.ratelimit import document_throttling
 from bonusd.api.context import ApiContext, guard
 from bonusd.api.docs import add_docs_routes
 from bonusd.api.draws import add_draw_routes
+from bonusd.api.errors import GENERAL_ERRORS, ImportErrorOut, document_guarded
 from bonusd.api.httpguard import (
     MAX_IMPORT_BYTES,
     BodyLimits,
@@ -119,6 +119,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         summary="Real-time casino floor bonusing: the live floor and its promotions.",
         docs_url=None,  # served from a local copy of Swagger UI (bonusd/api/docs.py)
         redoc_url=None,
+        responses=GENERAL_ERRORS,  # one error body (bonusd/api/errors.py), on every route
     )
     app.add_middleware(BodyLimits, streamed=IMPORT_PATHS)
     app.add_middleware(SecureHeaders)  # outermost: also on BodyLimits' refusals
@@ -234,6 +235,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     @app.post(
         "/members/import",
         response_model=ImportOut,
+        responses={422: {"model": ImportErrorOut, "description": "The file, refused whole"}},
         tags=["members"],
         dependencies=[admin_only],
         openapi_extra=_file_body("members", "card,name,tier,app_user,date_of_birth,..."),
@@ -245,6 +247,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     @app.post(
         "/devices/import",
         response_model=ImportOut,
+        responses={422: {"model": ImportErrorOut, "description": "The file, refused whole"}},
         tags=["floor"],
         dependencies=[admin_only],
         openapi_extra=_file_body("devices", "device,kind,area,bank,position"),
@@ -267,5 +270,5 @@ def create_app(ctx: ApiContext) -> FastAPI:
     ) -> list[dict[str, str]]:
         return await ctx.store.deadletters(count)
 
-    document_throttling(app)  # 429 in the schema of every guarded route
+    document_guarded(app)  # 401, 403, 409, 429 where a token is checked
     return app

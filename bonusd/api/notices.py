@@ -15,6 +15,7 @@ from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from bonusd.access.auth import Principal, Role
+from bonusd.api.errors import json_errors_of
 from bonusd.draws.book import subject_of
 from bonusd.draws.rounds import DrawError
 from bonusd.notices.announcements import announcements, occasion_of, winner_events
@@ -112,7 +113,12 @@ def add_notice_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
         subject = ctx.jackpots.plan(promotion, session).subject
         return await _announced(subject, f"{subject}.j1")
 
-    @app.get("/letters/{number}/print", tags=tags, response_class=HTMLResponse)
+    @app.get(
+        "/letters/{number}/print",
+        tags=tags,
+        response_class=HTMLResponse,
+        responses=json_errors_of("printable letter"),
+    )
     async def letter_print(
         number: Annotated[str, Path(max_length=120)],
         paper: Paper = "A5",

@@ -12,7 +12,6 @@ from fastapi import FastAPI, HTTPException, Path
 from pydantic import BaseModel
 
 from bonusd.access.auth import Principal, Role
-from bonusd.access.ratelimit import TOO_MANY
 from bonusd.api.fields import Card
 from bonusd.audit.chain import Kind
 from bonusd.errors import NotFoundError, ServiceUnavailableError
@@ -250,7 +249,6 @@ def add_promotion_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
         "/promotions/{promotion}/draws/{draw}/activations",
         tags=tags,
         response_model=ActivationOut,
-        responses=TOO_MANY,
     )
     async def activate(
         promotion: Annotated[str, ID],
