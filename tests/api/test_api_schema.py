@@ -37,7 +37,7 @@ from bonusd.clocks.clock import ManualClock
 from bonusd.service.root import Service
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
-from tests.conftest import PROJECT, SAST, running
+from tests.daemon_helpers import PROJECT, SAST, running
 
 SITE = "golden-horse"
 SEEDS = ("golden-horse-mega-points-chase.toml", "montecasino-festa-fortuna.toml")

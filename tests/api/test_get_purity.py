@@ -51,7 +51,7 @@ from tests.browser.conftest import (
     promotions_folder,
     wait_for,
 )
-from tests.conftest import Daemon, running
+from tests.daemon_helpers import Daemon, running
 from tests.telemetry_helpers import Publisher
 
 MISSING = "no-such-thing"

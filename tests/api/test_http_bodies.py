@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from bonusd.api.httpguard import MAX_BODY_BYTES, MAX_IMPORT_BYTES, BodyLimits, json_too_deep
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 
 SAMPLE = {
     "promotion": "no-such-promotion",

@@ -17,7 +17,7 @@ from bonusd.clocks.clock import ManualClock
 from bonusd.service.root import Service
 from bonusd.settings import Settings
 from simulators.local.services import free_port
-from tests.conftest import PROJECT, SAST, Daemon, running
+from tests.daemon_helpers import PROJECT, SAST, Daemon, running
 from tests.push.test_push import closed_with, connect
 
 GH = "golden-horse-mega-points-chase"

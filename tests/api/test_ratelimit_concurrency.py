@@ -21,7 +21,7 @@ from bonusd.access.ratelimit import Limit, RateLimits
 from bonusd.clocks.clock import ManualClock
 from bonusd.infra.keys import Keys
 from bonusd.settings import Settings
-from tests.conftest import PROJECT, SAST, Daemon, running
+from tests.daemon_helpers import PROJECT, SAST, Daemon, running
 
 BURST = 200
 GH = "golden-horse-mega-points-chase"

@@ -14,7 +14,7 @@ import httpx
 from fastapi.routing import APIRoute
 
 from bonusd.access.auth import Role
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 
 PUBLIC = {("GET", "/health"), ("GET", "/metrics")}
 SAMPLE = {

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from bonusd.api.httpguard import DOCUMENT_CSP, MAX_BODY_BYTES, PAGE_CSP, STATIC_PREFIXES
 from bonusd.notices import letterprint
 from bonusd.notices.letterprint import PRINT_SCRIPT_HASH
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 
 SAMPLE = {
     "card": "7001",

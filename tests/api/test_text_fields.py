@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 
 DRAW = "/promotions/no-such-promotion/draws/no-such-draw"
 HOSTILE_TEXT = {

@@ -27,7 +27,7 @@ from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto
-from tests.conftest import PROJECT, SAST, Daemon
+from tests.daemon_helpers import PROJECT, SAST, Daemon
 from tests.telemetry_helpers import Publisher, event, game, rating
 
 CHROMIUM = os.environ.get("BONUSD_CHROMIUM", "/usr/bin/chromium")

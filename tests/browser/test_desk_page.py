@@ -26,7 +26,7 @@ from tests.browser.conftest import (
     token,
     wait_for,
 )
-from tests.conftest import running
+from tests.daemon_helpers import running
 from tests.telemetry_helpers import Publisher
 
 pytestmark = pytest.mark.browser

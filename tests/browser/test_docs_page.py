@@ -10,7 +10,7 @@ import pytest
 from playwright.async_api import Browser, Route, expect
 
 from tests.browser.conftest import assert_no_page_errors, new_page, shot
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 
 pytestmark = pytest.mark.browser
 

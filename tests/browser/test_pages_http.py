@@ -26,7 +26,7 @@ from bonusd.api.pages import (
     page_html,
 )
 from bonusd.clocks.clock import ManualClock, SimulatedClock, WallClock
-from tests.conftest import PROJECT, SAST, Daemon
+from tests.daemon_helpers import PROJECT, SAST, Daemon
 
 DISPLAYS = PROJECT / "displays"
 

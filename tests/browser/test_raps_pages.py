@@ -27,7 +27,7 @@ from tests.browser.conftest import (
     shot,
     token,
 )
-from tests.conftest import Daemon, running
+from tests.daemon_helpers import Daemon, running
 from tests.telemetry_helpers import Publisher, event, game
 
 pytestmark = pytest.mark.browser

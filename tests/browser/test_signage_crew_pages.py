@@ -25,7 +25,7 @@ from tests.browser.conftest import (
     shot,
     token,
 )
-from tests.conftest import Daemon, running
+from tests.daemon_helpers import Daemon, running
 from tests.telemetry_helpers import Publisher
 
 pytestmark = pytest.mark.browser

@@ -16,7 +16,7 @@ import pytest
 from playwright.async_api import Browser, Page, WebSocketRoute, expect
 
 from tests.browser.conftest import new_page
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 
 pytestmark = pytest.mark.browser
 AT = "2026-11-07T19:00:00+02:00"

@@ -27,7 +27,7 @@ from bonusd.service.root import Service
 from bonusd.settings import Settings
 from tests.api.test_get_purity import differences, snapshot
 from tests.browser.conftest import GH, at, promotions_folder, wait_for
-from tests.conftest import running
+from tests.daemon_helpers import running
 
 HALFWAY = f"{GH}.halfway"
 BASE = f"/promotions/{GH}/draws/halfway"

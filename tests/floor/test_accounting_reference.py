@@ -20,7 +20,7 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.registry.records import Member, Tier
 from simulators import Encoder, FloorConfig, build_floor, generate_events
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 JHB = ZoneInfo("Africa/Johannesburg")
 START = dt.datetime(2026, 10, 3, 15, 0, tzinfo=JHB)

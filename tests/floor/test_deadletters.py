@@ -11,7 +11,7 @@ import pytest
 
 from bonusd.clocks.clock import ManualClock
 from simulators.local.services import LocalMosquitto
-from tests.conftest import SAST, Daemon
+from tests.daemon_helpers import SAST, Daemon
 from tests.telemetry_helpers import Publisher, event, game
 
 NOW = dt.datetime(2026, 10, 3, 21, 0, tzinfo=SAST)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from simulators.local.services import LocalMosquitto
-from tests.conftest import SAST, Daemon
+from tests.daemon_helpers import SAST, Daemon
 from tests.telemetry_helpers import Publisher, event, game, rating
 
 EVENING = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)

@@ -32,7 +32,7 @@ from bonusd.floor.telemetry import FloorEvent, Reason
 from bonusd.ingest.consumer import Ingest
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto
-from tests.conftest import Daemon, running
+from tests.daemon_helpers import Daemon, running
 from tests.hostile_corpus import CORPUS, OVER_THE_PACKET_LIMIT, body, text
 from tests.telemetry_helpers import Publisher
 

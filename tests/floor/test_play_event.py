@@ -32,7 +32,7 @@ from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
 from bonusd.promotions.store import PromotionStore
 from bonusd.registry.records import Member, Tier
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 JHB = ZoneInfo("Africa/Johannesburg")
 CAL = GamingCalendar(JHB, dt.time(8, 0))

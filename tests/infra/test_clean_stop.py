@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
-from tests.conftest import running
+from tests.daemon_helpers import running
 
 
 def _open_sockets() -> int:

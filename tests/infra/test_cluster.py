@@ -39,7 +39,7 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.settings import Settings
 from simulators.local.cluster import LocalRedisCluster
 from simulators.local.services import LocalMosquitto, free_port
-from tests.conftest import PROJECT, SAST, running
+from tests.daemon_helpers import PROJECT, SAST, running
 from tests.draws import test_drawdesk
 from tests.infra import test_shared_clock
 from tests.promotions import test_promotions_live

@@ -33,7 +33,7 @@ from bonusd.promotions import Action, TimedAction, load_promotion, schedule
 from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings, load_settings
 from simulators.local.services import LocalMosquitto, LocalRedis, free_port
-from tests.conftest import Daemon, running
+from tests.daemon_helpers import Daemon, running
 from tests.service.test_clock_scheduler import MIN, OPENS, PROMOTION, WINDOW, controller, label
 
 

@@ -37,7 +37,7 @@ from bonusd.registry.records import Device
 from bonusd.settings import Settings
 from simulators import SimEvent, publish_events
 from simulators.local.services import LocalMosquitto, free_port
-from tests.conftest import PROJECT, SAST, running
+from tests.daemon_helpers import PROJECT, SAST, running
 from tests.telemetry_helpers import event, game
 
 DEPLOY = PROJECT / "deploy" / "mosquitto"

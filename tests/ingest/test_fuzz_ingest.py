@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from bonusd.floor.telemetry import Reason
 from bonusd.infra.keys import Keys
 from simulators.local.services import LocalMosquitto
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 from tests.fuzz_helpers import (
     NOW,
     Floor,

@@ -16,7 +16,7 @@ from bonusd.clocks.clock import ManualClock
 from bonusd.ingest.target import paho_logger
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, LocalRedis, free_port
-from tests.conftest import SAST, Daemon, running
+from tests.daemon_helpers import SAST, Daemon, running
 from tests.telemetry_helpers import Publisher, game
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)

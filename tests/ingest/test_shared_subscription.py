@@ -8,7 +8,7 @@ import datetime as dt
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
-from tests.conftest import SAST, running
+from tests.daemon_helpers import SAST, running
 from tests.telemetry_helpers import Publisher, game
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)

@@ -23,7 +23,7 @@ from simulators.publish import parse_mqtt_url
 from simulators.rawlink import RawLink
 from simulators.stepped import Feeder
 from simulators.wire import Encoder
-from tests.conftest import SAST, running
+from tests.daemon_helpers import SAST, running
 
 START = dt.datetime(2026, 10, 3, 18, 0, tzinfo=SAST)
 WINDOW = 40  # publishes in flight at most

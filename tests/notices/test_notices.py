@@ -41,7 +41,7 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.raps.rules import RapsClaim
 from bonusd.registry.records import Member, Tier
 from bonusd.settings import Settings
-from tests.conftest import PROJECT, running
+from tests.daemon_helpers import PROJECT, running
 
 GH = "golden-horse-mega-points-chase"
 FESTA = "montecasino-festa-fortuna"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 LINT = [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"]
 IO = ("redis", "aiomqtt", "paho", "fastapi", "starlette", "uvicorn", "httpx", "websockets")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bonusd.floor.telemetry import json_schemas
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 
 def test_docs_schemas_are_current() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 TOP = ("bonusd", "simulators", "loadtests", "tests", "displays", "deploy", "scripts", "docs")
 PATH = re.compile(r"(?<![\w/.:-])((?:" + "|".join(TOP) + r")/[\w./-]*[\w/])")

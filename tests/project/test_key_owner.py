@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from bonusd.infra.keys import FAMILIES, Keys, family
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 OWNER = PROJECT / "bonusd" / "infra" / "keys.py"
 # a key built by hand: the base concatenated or formatted, or a family's name as the

@@ -27,7 +27,7 @@ from bonusd.promotions.kioskview import NOT_ELIGIBLE, KioskStatus, kiosk_standin
 from bonusd.registry.records import Member
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto
-from tests.conftest import PROJECT, SAST, Daemon, running
+from tests.daemon_helpers import PROJECT, SAST, Daemon, running
 from tests.telemetry_helpers import Publisher, game
 
 GH = "golden-horse-mega-points-chase"

@@ -21,7 +21,7 @@ from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto
-from tests.conftest import PROJECT, SAST, running
+from tests.daemon_helpers import PROJECT, SAST, running
 from tests.telemetry_helpers import Publisher, event, game, rating
 
 GH = "golden-horse-mega-points-chase"

@@ -26,7 +26,7 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.registry.records import Member, Tier
 from simulators.local.services import LocalRedis
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 FESTA = "montecasino-festa-fortuna"
 DRAW = "saturday-2025-10-25"

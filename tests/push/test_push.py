@@ -31,7 +31,7 @@ from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
 from bonusd.promotions.store import PromotionStore
 from bonusd.settings import Settings
-from tests.conftest import PROJECT, SAST, Daemon, running
+from tests.daemon_helpers import PROJECT, SAST, Daemon, running
 
 GH = "golden-horse-mega-points-chase"
 HALFWAY_AT = dt.datetime(2026, 11, 7, 19, 0, tzinfo=SAST)

@@ -12,7 +12,7 @@ import websockets
 
 from bonusd.access.auth import Role
 from bonusd.settings import Settings
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 from tests.push.test_push import (
     Message,
     closed_with,

@@ -29,7 +29,7 @@ from bonusd.push.input import (
     parse_query,
 )
 from bonusd.settings import Settings
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 from tests.push.test_push import closed_with, draw_day, golden_horse, recv, token
 
 VALID = "bd_0123456789ab_" + "A" * 43  # the shape of a token (unknown: refused 4401)

@@ -28,7 +28,7 @@ from bonusd.cli import main as cli
 from bonusd.clocks.clock import ManualClock
 from bonusd.push.hub import PushHub
 from bonusd.settings import Settings
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 from tests.push.test_push import (
     NAMES,
     Message,

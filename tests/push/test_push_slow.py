@@ -17,7 +17,7 @@ from bonusd.clocks.clock import ManualClock
 from bonusd.promotions import Side
 from bonusd.push.stream import TOO_SLOW
 from bonusd.settings import Settings
-from tests.conftest import running
+from tests.daemon_helpers import running
 from tests.push.test_push import (
     GH,
     HALFWAY_AT,

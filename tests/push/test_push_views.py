@@ -18,7 +18,7 @@ from bonusd.raps.book import RapsBook
 from bonusd.raps.plan import SessionPlan
 from bonusd.raps.rules import FloorPlayer, PlayKind
 from bonusd.raps.snapshot import FloorSnapshot
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 GH = load_promotion(PROJECT / "promotions" / "golden-horse-mega-points-chase.toml")
 FESTA = load_promotion(PROJECT / "promotions" / "montecasino-festa-fortuna.toml")

@@ -47,7 +47,7 @@ from bonusd.promotions.schema import Promotion
 from bonusd.raps.plan import SessionPlan
 from bonusd.registry.files import parse_text
 from bonusd.registry.records import Device, Member, Tier
-from tests.conftest import PROJECT, Daemon
+from tests.daemon_helpers import PROJECT, Daemon
 
 SEEDS = {
     p.name: p

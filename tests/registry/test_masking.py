@@ -30,7 +30,7 @@ from bonusd.raps.plan import SessionPlan
 from bonusd.raps.rules import FloorPlayer, PlayKind
 from bonusd.raps.snapshot import FloorSnapshot
 from bonusd.registry.masking import STARS, mask_card, mask_name, public_member
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 GH = load_promotion(PROJECT / "promotions" / "golden-horse-mega-points-chase.toml")
 FESTA = load_promotion(PROJECT / "promotions" / "montecasino-festa-fortuna.toml")

@@ -26,7 +26,7 @@ from bonusd.promotions import TimedAction, load_promotion, schedule
 from bonusd.service.root import Service
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
-from tests.conftest import Daemon, running
+from tests.daemon_helpers import Daemon, running
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 OPENS = dt.datetime(2026, 10, 3, 17, 0, tzinfo=SAST)

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
-from tests.conftest import SAST, running
+from tests.daemon_helpers import SAST, running
 from tests.fault_helpers import Burst, BurstPublisher, in_thread, join_checked
 from tests.service.test_faults_redis import _floor_totals, _stat, _until
 

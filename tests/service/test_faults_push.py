@@ -19,7 +19,7 @@ from websockets.asyncio.client import ClientConnection
 
 from bonusd.access.auth import Role
 from bonusd.settings import Settings
-from tests.conftest import Daemon
+from tests.daemon_helpers import Daemon
 from tests.push.test_push import (
     GH,
     closed_with,

@@ -23,7 +23,7 @@ from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, LocalRedis, free_port
-from tests.conftest import SAST, Daemon, running
+from tests.daemon_helpers import SAST, Daemon, running
 from tests.fault_helpers import Burst, BurstPublisher, in_thread, join_checked
 from tests.push.test_push import GH, draw_day, golden_horse
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from loadtests.floorload.services import Metrics
 from simulators.local.services import LocalMosquitto
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 
 def test_smoke_scenario_every_user_works_without_failures(

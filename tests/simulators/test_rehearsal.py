@@ -35,7 +35,7 @@ from simulators.rehearsal.crew import CrewModel
 from simulators.rehearsal.plan import RehearsalPlan, prepare
 from simulators.rehearsal.report import SECTIONS, render, write_report
 from simulators.rehearsal.run import delete_keys, rehearse
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 GOLDEN_HORSE = PROJECT / "promotions" / "golden-horse-mega-points-chase.toml"
 FESTA = PROJECT / "promotions" / "montecasino-festa-fortuna.toml"

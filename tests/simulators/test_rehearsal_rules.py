@@ -19,7 +19,7 @@ from bonusd.promotions.overrides import (
 )
 from simulators.rehearsal.plan import RehearsalPlan, prepare
 from simulators.stepped import _count_pubacks, _packet
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 GOLDEN_HORSE = PROJECT / "promotions" / "golden-horse-mega-points-chase.toml"
 FESTA = PROJECT / "promotions" / "montecasino-festa-fortuna.toml"

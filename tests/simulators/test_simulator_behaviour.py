@@ -35,7 +35,7 @@ from simulators import (
     plan_outages,
     write_jsonl,
 )
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 JHB = ZoneInfo("Africa/Johannesburg")
 FESTA = PROJECT / "promotions" / "montecasino-festa-fortuna.toml"

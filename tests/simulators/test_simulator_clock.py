@@ -26,7 +26,7 @@ from bonusd.infra.sharedclock import SharedClock
 from simulators import build_floor, generate_events, load_floor, publish_events
 from simulators.local.services import LocalMosquitto
 from simulators.pacing import SharedPacer, WallPacer
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 START = dt.datetime(2026, 10, 3, 16, 55, tzinfo=SAST)

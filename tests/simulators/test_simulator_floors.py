@@ -24,7 +24,7 @@ from simulators import (
     load_floor,
     parse_floor,
 )
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 DAY = dt.date(2026, 10, 3)
 VALID = """

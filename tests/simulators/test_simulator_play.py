@@ -42,7 +42,7 @@ from simulators import (
 )
 from simulators.campaign import Campaign
 from simulators.games import Games
-from tests.conftest import PROJECT
+from tests.daemon_helpers import PROJECT
 
 JHB = ZoneInfo("Africa/Johannesburg")
 PROMOTION = load_promotion(PROJECT / "promotions" / "golden-horse-mega-points-chase.toml")
