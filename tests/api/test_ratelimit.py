@@ -18,7 +18,7 @@ from bonusd.service.root import Service
 from bonusd.settings import Settings
 from simulators.local.services import free_port
 from tests.daemon_helpers import PROJECT, SAST, Daemon, running
-from tests.push.test_push import closed_with, connect
+from tests.push.helpers import closed_with, connect
 
 GH = "golden-horse-mega-points-chase"
 ACTIVATIONS = f"/promotions/{GH}/draws/halfway/activations"

@@ -13,15 +13,7 @@ import websockets
 from bonusd.access.auth import Role
 from bonusd.settings import Settings
 from tests.daemon_helpers import Daemon
-from tests.push.test_push import (
-    Message,
-    closed_with,
-    connect,
-    draw_day,
-    golden_horse,
-    recv,
-    token,
-)
+from tests.push.helpers import Message, closed_with, connect, draw_day, golden_horse, recv, token
 
 
 @pytest.fixture

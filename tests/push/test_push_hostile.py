@@ -30,7 +30,7 @@ from bonusd.push.input import (
 )
 from bonusd.settings import Settings
 from tests.daemon_helpers import Daemon
-from tests.push.test_push import closed_with, draw_day, golden_horse, recv, token
+from tests.push.helpers import closed_with, draw_day, golden_horse, recv, token
 
 VALID = "bd_0123456789ab_" + "A" * 43  # the shape of a token (unknown: refused 4401)
 EPOCH = "0123456789abcdef"

@@ -29,7 +29,7 @@ from bonusd.clocks.clock import ManualClock
 from bonusd.push.hub import PushHub
 from bonusd.settings import Settings
 from tests.daemon_helpers import Daemon
-from tests.push.test_push import (
+from tests.push.helpers import (
     NAMES,
     Message,
     closed_with,

@@ -18,7 +18,7 @@ from bonusd.promotions import Side
 from bonusd.push.stream import TOO_SLOW
 from bonusd.settings import Settings
 from tests.daemon_helpers import running
-from tests.push.test_push import (
+from tests.push.helpers import (
     GH,
     HALFWAY_AT,
     MEMBERS,

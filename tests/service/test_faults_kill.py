@@ -26,7 +26,7 @@ from bonusd.promotions.pool import EntryPool
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
 from tests.daemon_helpers import PROJECT, SAST
-from tests.push.test_push import NAMES, draw_day, golden_horse
+from tests.push.helpers import NAMES, draw_day, golden_horse
 from tests.service.test_crash import _wait_healthy
 
 

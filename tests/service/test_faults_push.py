@@ -20,7 +20,7 @@ from websockets.asyncio.client import ClientConnection
 from bonusd.access.auth import Role
 from bonusd.settings import Settings
 from tests.daemon_helpers import Daemon
-from tests.push.test_push import (
+from tests.push.helpers import (
     GH,
     closed_with,
     connect,

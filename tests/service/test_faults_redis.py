@@ -25,7 +25,7 @@ from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 from tests.daemon_helpers import SAST, Daemon, running
 from tests.fault_helpers import Burst, BurstPublisher, in_thread, join_checked
-from tests.push.test_push import GH, draw_day, golden_horse
+from tests.push.helpers import GH, draw_day, golden_horse
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)
 SUBJECT = f"{GH}.halfway"
