@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -84,3 +87,24 @@ async def running(settings: Settings, clock: ManualClock | None = None) -> Async
                 yield Daemon(service, http)
             finally:
                 service.stop()  # a graceful stop, also when the test body failed
+
+
+def daemon_process(env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
+    """`bonusd run` as a child process with `env`, its output appended to `log`."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bonusd", "run"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def wait_healthy(port: int, timeout: float = 15) -> None:
+    """Block until the daemon on `port` says its broker session is connected."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health").json()["mqtt"] == "connected":
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("daemon did not become healthy")

@@ -9,17 +9,21 @@ must still apply each exactly once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import json
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import paho.mqtt.client as mqtt
+import redis.asyncio as aioredis
 from paho.mqtt.enums import CallbackAPIVersion
 
 from simulators.local.services import LocalMosquitto
+from tests.daemon_helpers import Daemon
 
 WINDOW = 200  # messages in flight before the publisher waits for their acknowledgements
 
@@ -137,3 +141,27 @@ def join_checked(thread: threading.Thread, timeout: float = 120) -> None:
     errors: list[BaseException] = thread.errors  # type: ignore[attr-defined]
     if errors:
         raise errors[0]
+
+
+async def health_reaches(d: Daemon, field: str, value: str, timeout: float = 30) -> dict[str, Any]:
+    """/health once its `field` says `value` (TimeoutError after `timeout`)."""
+    async with asyncio.timeout(timeout):
+        while (health := await d.get("/health"))[field] != value:
+            await asyncio.sleep(0.05)
+    return health
+
+
+async def site_stat(r: aioredis.Redis, site: str, field: str) -> int:
+    """One counter of the site's stats hash."""
+    return int(await r.hget(f"bonusd:{{{site}}}:stats", field) or 0)
+
+
+async def floor_totals(d: Daemon, burst: Burst) -> dict[str, int]:
+    """The burst's day totals as the daemon's API reports them, summed over its cards."""
+    day = d.service.calendar.gaming_day(burst.start).isoformat()
+    out = {"games": 0, "spend_cents": 0, "slots_points": 0}
+    for card in burst.cards:
+        totals = await d.get(f"/members/{card}/days/{day}")
+        for k in out:
+            out[k] += totals[k]
+    return out

@@ -19,7 +19,7 @@ from bonusd.audit.chain import from_jsonl, verify_chain
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
 from simulators.local.services import LocalMosquitto, free_port
-from tests.service.test_crash import _daemon, _wait_healthy
+from tests.daemon_helpers import daemon_process, wait_healthy
 
 GH = "golden-horse-mega-points-chase"
 ROOT = Path(__file__).parents[2]
@@ -56,8 +56,8 @@ def _ledger(r: redis.Redis, site: str) -> list[dict[str, object]]:
 
 def _start(env: dict[str, str], at: dt.datetime, log: str) -> subprocess.Popen[bytes]:
     env = {**env, "BONUSD_CLOCK_START": at.isoformat(), "BONUSD_CLOCK_SPEED": "1"}
-    daemon = _daemon(env, log)
-    _wait_healthy(int(env["BONUSD_HTTP_PORT"]))
+    daemon = daemon_process(env, log)
+    wait_healthy(int(env["BONUSD_HTTP_PORT"]))
     return daemon
 
 

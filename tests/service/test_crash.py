@@ -19,28 +19,10 @@ from paho.mqtt.enums import CallbackAPIVersion
 from bonusd.clocks.clock import GamingCalendar
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
+from tests.daemon_helpers import daemon_process, wait_healthy
 
 N_EVENTS = 20_000
 N_CARDS = 50
-
-
-def _daemon(env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "bonusd", "run"], env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-
-
-def _wait_healthy(port: int, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health").json()["mqtt"] == "connected":
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("daemon did not become healthy")
 
 
 def _publish_burst(broker: LocalMosquitto, site: str, now: dt.datetime) -> None:
@@ -82,9 +64,9 @@ def test_kill_9_mid_burst_then_restart_totals_exact(
     stats = f"bonusd:{{{site}}}:stats"
     now = dt.datetime.now(dt.UTC)
 
-    daemon = _daemon(env, log)
+    daemon = daemon_process(env, log)
     try:
-        _wait_healthy(port)
+        wait_healthy(port)
         token = subprocess.run(
             [
                 sys.executable,
@@ -114,8 +96,8 @@ def test_kill_9_mid_burst_then_restart_totals_exact(
         assert applied_at_kill < N_EVENTS, "the burst finished before the kill; nothing tested"
         publisher.join(60)
 
-        daemon = _daemon(env, log)
-        _wait_healthy(port)
+        daemon = daemon_process(env, log)
+        wait_healthy(port)
         deadline = time.monotonic() + 60
         while int(r.hget(stats, "applied") or 0) < N_EVENTS:
             assert time.monotonic() < deadline, f"stuck at {r.hget(stats, 'applied')}"

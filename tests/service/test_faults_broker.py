@@ -18,8 +18,15 @@ from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
 from tests.daemon_helpers import SAST, running
-from tests.fault_helpers import Burst, BurstPublisher, in_thread, join_checked
-from tests.service.test_faults_redis import _floor_totals, _stat, _until
+from tests.fault_helpers import (
+    Burst,
+    BurstPublisher,
+    floor_totals,
+    health_reaches,
+    in_thread,
+    join_checked,
+    site_stat,
+)
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)
 
@@ -59,18 +66,18 @@ async def test_broker_restarted_during_a_burst_applies_each_event_once(
         publisher = in_thread(publish)
         try:
             async with asyncio.timeout(60):
-                while await _stat(r, site, "applied") < 300:
+                while await site_stat(r, site, "applied") < 300:
                     await asyncio.sleep(0.02)
             own_broker.restart()  # SIGTERM: Mosquitto saves its sessions and queues
             restarted.set()
-            await _until(d, "mqtt", "connected")
+            await health_reaches(d, "mqtt", "connected")
             join_checked(publisher)
             async with asyncio.timeout(60):
-                while await _stat(r, site, "applied") < len(burst.games):
+                while await site_stat(r, site, "applied") < len(burst.games):
                     await asyncio.sleep(0.05)
             await asyncio.sleep(0.5)  # anything more would be a double application
-            assert await _stat(r, site, "applied") == len(burst.games)
-            assert await _floor_totals(d, burst) == burst.totals()
+            assert await site_stat(r, site, "applied") == len(burst.games)
+            assert await floor_totals(d, burst) == burst.totals()
             metrics = (await d.http.get("/metrics")).text
             assert 'bonusd_reconnects_total{service="mqtt"} 1.0' in metrics
         finally:

@@ -25,9 +25,8 @@ from bonusd.promotions.loader import load_promotion
 from bonusd.promotions.pool import EntryPool
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
-from tests.daemon_helpers import PROJECT, SAST
+from tests.daemon_helpers import PROJECT, SAST, wait_healthy
 from tests.push.helpers import NAMES, draw_day, golden_horse
-from tests.service.test_crash import _wait_healthy
 
 
 @pytest.fixture
@@ -259,14 +258,14 @@ def test_kill_9_inside_a_claim_action_then_the_retry_applies_it_once(
         )
         crew = {"Authorization": f"Bearer {token}"}
         daemon = _start(env, at, log)
-        _wait_healthy(port)
+        wait_healthy(port)
         claims = httpx.get(f"{base}/book", headers=crew).json()["claims"]
         _stop(daemon)
         assert len(claims) == 5
 
         for point, claim in (("claim-after", claims[0]), ("claim-before", claims[1])):
             daemon = _start(env, at, log, crash=point)
-            _wait_healthy(port)
+            wait_healthy(port)
             url = f"{base}/claims/{claim['claim']}/present"
             with pytest.raises(httpx.TransportError):  # the answer never comes
                 httpx.post(url, headers=crew, timeout=30)
@@ -275,7 +274,7 @@ def test_kill_9_inside_a_claim_action_then_the_retry_applies_it_once(
             assert committed == (1 if point == "claim-after" else 0)
 
             daemon = _start(env, at + dt.timedelta(seconds=5), log)
-            _wait_healthy(port)
+            wait_healthy(port)
             retry = httpx.post(url, headers=crew, timeout=30)  # the handheld tries again
             if committed:
                 assert retry.status_code == 409, retry.text

@@ -23,8 +23,16 @@ from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, LocalRedis, free_port
-from tests.daemon_helpers import SAST, Daemon, running
-from tests.fault_helpers import Burst, BurstPublisher, in_thread, join_checked
+from tests.daemon_helpers import SAST, running
+from tests.fault_helpers import (
+    Burst,
+    BurstPublisher,
+    floor_totals,
+    health_reaches,
+    in_thread,
+    join_checked,
+    site_stat,
+)
 from tests.push.helpers import GH, draw_day, golden_horse
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)
@@ -57,40 +65,19 @@ def _settings(site: str, redis: LocalRedis, broker: LocalMosquitto, **more: Any)
     )
 
 
-async def _until(d: Daemon, field: str, value: str, timeout: float = 30) -> dict[str, Any]:
-    async with asyncio.timeout(timeout):
-        while (health := await d.get("/health"))[field] != value:
-            await asyncio.sleep(0.05)
-    return health
-
-
 def _at(record: dict[str, Any]) -> dt.datetime:
     return dt.datetime.fromisoformat(record["time"])
-
-
-async def _stat(r: aioredis.Redis, site: str, field: str) -> int:
-    return int(await r.hget(f"bonusd:{{{site}}}:stats", field) or 0)
 
 
 async def _applied_reaches(r: aioredis.Redis, site: str, n: int, timeout: float = 60) -> None:
     async with asyncio.timeout(timeout):
         while True:
             try:
-                if await _stat(r, site, "applied") >= n:
+                if await site_stat(r, site, "applied") >= n:
                     return
             except (ConnectionError, OSError):
                 pass  # our own client while Redis restarts
             await asyncio.sleep(0.05)
-
-
-async def _floor_totals(d: Daemon, burst: Burst) -> dict[str, int]:
-    day = d.service.calendar.gaming_day(burst.start).isoformat()
-    out = {"games": 0, "spend_cents": 0, "slots_points": 0}
-    for card in burst.cards:
-        totals = await d.get(f"/members/{card}/days/{day}")
-        for k in out:
-            out[k] += totals[k]
-    return out
 
 
 async def test_redis_killed_and_restarted_during_a_burst_applies_each_event_once(
@@ -106,7 +93,7 @@ async def test_redis_killed_and_restarted_during_a_burst_applies_each_event_once
             first = in_thread(pub.publish, 0, half)
             await _applied_reaches(r, site, 300)
             own_redis.stop(signal.SIGKILL)  # a crash, once ingest is under way
-            await _until(d, "redis", "unavailable")
+            await health_reaches(d, "redis", "unavailable")
             committed_while_down = d.service.ingest.committed
             # the burst goes on while Redis is away: the broker takes it, nothing is acked
             second = in_thread(pub.publish, half, len(burst.games))
@@ -116,12 +103,12 @@ async def test_redis_killed_and_restarted_during_a_burst_applies_each_event_once
             health = await d.get("/health")
             assert health["status"] == "degraded" and health["redis_error"]
             own_redis.start()  # AOF replayed: everything Redis acknowledged is back
-            await _until(d, "redis", "ok")
+            await health_reaches(d, "redis", "ok")
             join_checked(second)
             await _applied_reaches(r, site, len(burst.games))
             await asyncio.sleep(0.5)  # anything more would be a double application
-            assert await _stat(r, site, "applied") == len(burst.games)
-            assert await _floor_totals(d, burst) == burst.totals()
+            assert await site_stat(r, site, "applied") == len(burst.games)
+            assert await floor_totals(d, burst) == burst.totals()
         finally:
             pub.close()
             await r.aclose()
@@ -166,9 +153,9 @@ async def test_redis_restarted_during_a_claim_timer_keeps_the_deadline(
             # 1. Redis crashes and comes back while the claim time runs
             clock.set(deadline - dt.timedelta(seconds=30))
             own_redis.stop(signal.SIGKILL)
-            await _until(d, "redis", "unavailable")
+            await health_reaches(d, "redis", "unavailable")
             own_redis.start()
-            await _until(d, "redis", "ok")
+            await health_reaches(d, "redis", "ok")
             assert await ledger() == before
             assert await r.zscore(index_key, f"draw:{SUBJECT}") == indexed
             clock.set(deadline)  # deadlines are strict: not yet due
@@ -188,11 +175,11 @@ async def test_redis_restarted_during_a_claim_timer_keeps_the_deadline(
             assert len(redrawn) == 5
             again = dt.datetime.fromisoformat(redrawn[0]["payload"]["detail"]["deadline"])
             own_redis.stop(signal.SIGKILL)
-            await _until(d, "redis", "unavailable")
+            await health_reaches(d, "redis", "unavailable")
             clock.set(again + dt.timedelta(seconds=1))
             await asyncio.sleep(1.0)  # the timer tries, fails and waits
             own_redis.start()
-            await _until(d, "redis", "ok")
+            await health_reaches(d, "redis", "ok")
             rows = await settled(10)
             late = acted(rows, "no_show")[5:]
             assert sorted(x["payload"]["card"] for x in late) == sorted(
@@ -218,7 +205,7 @@ async def test_redis_unreachable_for_60_s_holds_messages_then_catches_up(
             pub.publish(0, 500)
             await d.wait_committed(500)
             own_redis.stop()
-            await _until(d, "redis", "unavailable")
+            await health_reaches(d, "redis", "unavailable")
             # the floor publishes on: far more than the daemon may hold unacknowledged
             assert len(burst.games) - 500 > settings.mqtt_receive_maximum
             pub.publish(500, len(burst.games))
@@ -233,11 +220,11 @@ async def test_redis_unreachable_for_60_s_holds_messages_then_catches_up(
             metrics = (await d.http.get("/metrics")).text
             assert 'bonusd_connected{service="redis"} 0.0' in metrics
             own_redis.start()
-            await _until(d, "redis", "ok")
+            await health_reaches(d, "redis", "ok")
             await d.wait_committed(len(burst.games), timeout=60)
             await asyncio.sleep(0.5)
             assert d.service.ingest.committed == len(burst.games)
-            assert await _floor_totals(d, burst) == burst.totals()
+            assert await floor_totals(d, burst) == burst.totals()
             assert (await d.get("/health"))["status"] == "ok"
         finally:
             pub.close()
@@ -261,12 +248,12 @@ async def test_a_hung_redis_turns_health_degraded_and_the_ingest_stalled(
             await d.wait_committed(100)
             own_redis.proc.send_signal(signal.SIGSTOP)
             try:
-                health = await _until(d, "redis", "unavailable", timeout=15)
+                health = await health_reaches(d, "redis", "unavailable", timeout=15)
                 assert health["status"] == "degraded"
                 assert health["redis_error"]
                 assert health["mqtt"] == "connected"
                 pub.publish(100, 200)
-                health = await _until(d, "ingest", "stalled", timeout=15)
+                health = await health_reaches(d, "ingest", "stalled", timeout=15)
                 assert health["status"] == "degraded"
                 assert health["ingest_lag_seconds"] > 0
                 assert "uncommitted" in health["ingest_error"]
@@ -274,8 +261,8 @@ async def test_a_hung_redis_turns_health_degraded_and_the_ingest_stalled(
             finally:
                 own_redis.proc.send_signal(signal.SIGCONT)
             await d.wait_committed(200, timeout=60)
-            health = await _until(d, "status", "ok", timeout=30)
+            health = await health_reaches(d, "status", "ok", timeout=30)
             assert (health["redis"], health["ingest"]) == ("ok", "ok")
-            assert await _floor_totals(d, burst) == burst.totals()
+            assert await floor_totals(d, burst) == burst.totals()
         finally:
             pub.close()
