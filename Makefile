@@ -42,7 +42,7 @@ lint: setup
 	@.venv/bin/ruff check .
 	@.venv/bin/ruff format --check .
 	@.venv/bin/mypy
-	@PYTHONPATH=loadtests .venv/bin/lint-imports --no-cache
+	@.venv/bin/lint-imports --no-cache
 
 format: setup
 	@.venv/bin/ruff format .
