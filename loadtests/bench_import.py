@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -118,7 +119,8 @@ def summary(label: str, times: list[float]) -> str:
     )
 
 
-async def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The benchmark's command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=45.0, help="size of the member file")
     ap.add_argument("--format", choices=("json", "csv"), default="json")
@@ -126,7 +128,102 @@ async def main() -> None:
     ap.add_argument("--baseline-s", type=float, default=5.0)
     ap.add_argument("--redis-url", default=Settings().redis_url)
     ap.add_argument("--pythonpath", type=Path, help="run the daemon from this checkout")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def daemon_env(
+    args: argparse.Namespace, *, site: str, mqtt_url: str, port: int, folder: Path
+) -> dict[str, str]:
+    """The environment of the daemon under test (its own site, port and broker)."""
+    env = {
+        **os.environ,
+        "BONUSD_SITE": site,
+        "BONUSD_REDIS_URL": args.redis_url,
+        "BONUSD_MQTT_URL": mqtt_url,
+        "BONUSD_HTTP_PORT": str(port),
+        "BONUSD_PROMOTIONS": str(folder / "promotions"),
+        "BONUSD_LOG_LEVEL": "WARNING",
+    }
+    if args.pythonpath is not None:
+        env["PYTHONPATH"] = f"{args.pythonpath.resolve()}:{env.get('PYTHONPATH', '')}"
+    return env
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one run measured: the import's answer and wall time, /health latencies in ms
+    without and during the import, and the daemon's RSS around it."""
+
+    answer: httpx.Response
+    wall: float
+    baseline: list[float]
+    during: list[float]
+    rss_before: int
+    peak: int
+    rss_after: int
+
+
+async def measure(
+    args: argparse.Namespace, r: aioredis.Redis, *, keys: Keys, port: int, pid: int, members: Path
+) -> Measured:
+    """Wait for the daemon, sample /health bare, then during the import of `members`."""
+    issued = await TokenStore(r, keys).issue(
+        role=Role.ADMIN,
+        name="bench import",
+        now=dt.datetime.now(dt.UTC),
+        valid_for=dt.timedelta(hours=2),
+    )
+    headers = {"Authorization": f"Bearer {issued.token}"}
+    url = f"http://127.0.0.1:{port}"
+    async with (
+        httpx.AsyncClient(base_url=url, headers=headers, timeout=600) as http,
+        httpx.AsyncClient(base_url=url, timeout=60) as probe,
+    ):
+        for _ in range(400):
+            with contextlib.suppress(httpx.TransportError):
+                if (await probe.get("/health")).status_code == 200:
+                    break
+            await asyncio.sleep(0.05)
+        proc = psutil.Process(pid)
+        interval = args.interval_ms / 1000
+        stop = asyncio.Event()
+        baseline_task = asyncio.create_task(sample_health(probe, stop, interval, proc))
+        await asyncio.sleep(args.baseline_s)
+        stop.set()
+        baseline, _ = await baseline_task
+        rss_before = proc.memory_info().rss
+        body = members.read_bytes()  # noqa: ASYNC240 (nothing is sampled meanwhile)
+        stop = asyncio.Event()
+        during_task = asyncio.create_task(sample_health(probe, stop, interval, proc))
+        start = time.perf_counter()
+        answer = await http.post("/members/import", content=body)
+        wall = time.perf_counter() - start
+        stop.set()
+        during, peak = await during_task
+        del body
+        await asyncio.sleep(2)
+        rss_after = proc.memory_info().rss
+    return Measured(answer, wall, baseline, during, rss_before, peak, rss_after)
+
+
+def report(args: argparse.Namespace, size_mb: float, count: int, m: Measured) -> None:
+    """Print the figures of the run."""
+    where = f" (daemon from {args.pythonpath})" if args.pythonpath else ""
+    print(f"member import{where}: {size_mb:.1f} MB {args.format}, {count:,} members")
+    print(
+        f"POST /members/import: HTTP {m.answer.status_code} {m.answer.text[:80]} in {m.wall:.1f} s"
+    )
+    print(summary("/health, no import (bare):", m.baseline))
+    print(summary("/health, during the import:", m.during))
+    mb = 1024 * 1024
+    print(
+        f"daemon RSS: {m.rss_before / mb:.0f} MB before, {m.peak / mb:.0f} MB peak during, "
+        f"{m.rss_after / mb:.0f} MB 2 s after"
+    )
+
+
+async def main() -> None:
+    args = parse_args()
     site = f"bench-import-{uuid.uuid4().hex[:6]}"
     port = free_port()
     r = aioredis.Redis.from_url(args.redis_url, decode_responses=True)
@@ -137,57 +234,15 @@ async def main() -> None:
         members_file = folder / f"members.{args.format}"
         count = write_members(members_file, args.mb, args.format)
         size_mb = members_file.stat().st_size / 1_000_000
-        env = {
-            **os.environ,
-            "BONUSD_SITE": site,
-            "BONUSD_REDIS_URL": args.redis_url,
-            "BONUSD_MQTT_URL": broker.url,  # type: ignore[attr-defined]
-            "BONUSD_HTTP_PORT": str(port),
-            "BONUSD_PROMOTIONS": str(folder / "promotions"),
-            "BONUSD_LOG_LEVEL": "WARNING",
-        }
-        if args.pythonpath is not None:
-            env["PYTHONPATH"] = f"{args.pythonpath.resolve()}:{env.get('PYTHONPATH', '')}"
+        mqtt_url = broker.url  # type: ignore[attr-defined]
+        env = daemon_env(args, site=site, mqtt_url=mqtt_url, port=port, folder=folder)
         daemon = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bonusd", "run", env=env, cwd=tmp
         )
         try:
-            issued = await TokenStore(r, keys).issue(
-                role=Role.ADMIN,
-                name="bench import",
-                now=dt.datetime.now(dt.UTC),
-                valid_for=dt.timedelta(hours=2),
+            measured = await measure(
+                args, r, keys=keys, port=port, pid=daemon.pid, members=members_file
             )
-            headers = {"Authorization": f"Bearer {issued.token}"}
-            url = f"http://127.0.0.1:{port}"
-            async with (
-                httpx.AsyncClient(base_url=url, headers=headers, timeout=600) as http,
-                httpx.AsyncClient(base_url=url, timeout=60) as probe,
-            ):
-                for _ in range(400):
-                    with contextlib.suppress(httpx.TransportError):
-                        if (await probe.get("/health")).status_code == 200:
-                            break
-                    await asyncio.sleep(0.05)
-                proc = psutil.Process(daemon.pid)
-                interval = args.interval_ms / 1000
-                stop = asyncio.Event()
-                baseline_task = asyncio.create_task(sample_health(probe, stop, interval, proc))
-                await asyncio.sleep(args.baseline_s)
-                stop.set()
-                baseline, _ = await baseline_task
-                rss_before = proc.memory_info().rss
-                body = members_file.read_bytes()
-                stop = asyncio.Event()
-                during_task = asyncio.create_task(sample_health(probe, stop, interval, proc))
-                start = time.perf_counter()
-                answer = await http.post("/members/import", content=body)
-                wall = time.perf_counter() - start
-                stop.set()
-                during, peak = await during_task
-                del body
-                await asyncio.sleep(2)
-                rss_after = proc.memory_info().rss
         finally:
             daemon.terminate()
             await asyncio.wait_for(daemon.wait(), 30)
@@ -195,16 +250,7 @@ async def main() -> None:
             for start_at in range(0, len(found), 10_000):
                 await r.delete(*found[start_at : start_at + 10_000])
             await r.aclose()
-    where = f" (daemon from {args.pythonpath})" if args.pythonpath else ""
-    print(f"member import{where}: {size_mb:.1f} MB {args.format}, {count:,} members")
-    print(f"POST /members/import: HTTP {answer.status_code} {answer.text[:80]} in {wall:.1f} s")
-    print(summary("/health, no import (bare):", baseline))
-    print(summary("/health, during the import:", during))
-    mb = 1024 * 1024
-    print(
-        f"daemon RSS: {rss_before / mb:.0f} MB before, {peak / mb:.0f} MB peak during, "
-        f"{rss_after / mb:.0f} MB 2 s after"
-    )
+    report(args, size_mb, count, measured)
 
 
 if __name__ == "__main__":

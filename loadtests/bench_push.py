@@ -146,133 +146,183 @@ class Results:
         return max(t for t, _ in rows), sum(n for _, n in rows)
 
 
-async def run(args: argparse.Namespace) -> None:
-    soft, hard = raise_fd_limit(4 * args.clients + 200)
-    settings = Settings()
-    site = f"bench-push-{uuid.uuid4().hex[:8]}"
-    keys = Keys("bonusd", site)
-    r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-push-"))
-    folder = tmp / "promotions"
-    folder.mkdir()
-    text = (ROOT / "promotions" / f"{GH}.toml").read_text()
-    (folder / f"{GH}.toml").write_text(text.replace('site = "golden-horse"', f'site = "{site}"'))
-    port, bare_port = free_port(), free_port()
-    ctx = multiprocessing.get_context("spawn")
-    out, ready, started, stop = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
-    procs: list[multiprocessing.process.BaseProcess] = []
-    daemon: subprocess.Popen[bytes] | None = None
-    log = tmp / "daemon.log"
-    try:
-        console.print(f"ulimit -n: soft {soft}, hard {hard}; {os.cpu_count()} CPUs")
-        await setup_site(r, keys, args.members)
-        token = await TokenStore(r, keys).issue(
+class PushBench:
+    """One run of the benchmark: its site and promotion, the daemon, the bare server, the
+    client processes, and what they report."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        settings = Settings()
+        self.site = f"bench-push-{uuid.uuid4().hex[:8]}"
+        self.keys = Keys("bonusd", self.site)
+        self.r = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+        tmp = Path(tempfile.mkdtemp(prefix="bench-push-"))
+        self.folder = tmp / "promotions"
+        self.folder.mkdir()
+        text = (ROOT / "promotions" / f"{GH}.toml").read_text()
+        (self.folder / f"{GH}.toml").write_text(
+            text.replace('site = "golden-horse"', f'site = "{self.site}"')
+        )
+        self.port, self.bare_port = free_port(), free_port()
+        self.ctx = multiprocessing.get_context("spawn")
+        self.out, self.ready = self.ctx.Queue(), self.ctx.Queue()
+        self.started, self.stop = self.ctx.Queue(), self.ctx.Event()
+        self.procs: list[multiprocessing.process.BaseProcess] = []
+        self.daemon: subprocess.Popen[bytes] | None = None
+        self.log = tmp / "daemon.log"
+        self.compression = "deflate" if args.deflate else None
+        self.results = Results(self.out, args.procs)  # one report per client process
+        self.lat: dict[str, list[float]] = {"daemon": [], "bare": []}
+
+    def daemon_env(self) -> dict[str, str]:
+        """The environment of `bonusd run` on the bench's site (clock at 12:00 on the day)."""
+        return {
+            **os.environ,
+            "BONUSD_SITE": self.site,
+            "BONUSD_HTTP_PORT": str(self.port),
+            "BONUSD_PROMOTIONS": str(self.folder),
+            "BONUSD_MQTT_CLIENT_ID": f"bonusd-{self.site}",
+            "BONUSD_CLOCK_START": dt.datetime.combine(DAY, dt.time(12, 0), SAST).isoformat(),
+            "BONUSD_LOG_LEVEL": "WARNING",
+            "BONUSD_PUSH_DEFLATE": "1" if self.args.deflate else "0",
+        }
+
+    async def start_servers(self) -> str:
+        """Set up the site, start the daemon and the bare server; returns the signage
+        websocket URL (with its token) once the daemon answers."""
+        await setup_site(self.r, self.keys, self.args.members)
+        token = await TokenStore(self.r, self.keys).issue(
             role=Role.SIGNAGE,
             name="bench screens",
             area="main",
             now=dt.datetime.now(dt.UTC),
             valid_for=dt.timedelta(days=1),
         )
-        env = {
-            **os.environ,
-            "BONUSD_SITE": site,
-            "BONUSD_HTTP_PORT": str(port),
-            "BONUSD_PROMOTIONS": str(folder),
-            "BONUSD_MQTT_CLIENT_ID": f"bonusd-{site}",
-            "BONUSD_CLOCK_START": dt.datetime.combine(DAY, dt.time(12, 0), SAST).isoformat(),
-            "BONUSD_LOG_LEVEL": "WARNING",
-            "BONUSD_PUSH_DEFLATE": "1" if args.deflate else "0",
-        }
-        daemon = start_daemon(env, log)
-        compression = "deflate" if args.deflate else None
-        bare = ctx.Process(target=bare_process, args=(bare_port, started, compression), daemon=True)
+        self.daemon = start_daemon(self.daemon_env(), self.log)
+        bare = self.ctx.Process(
+            target=bare_process, args=(self.bare_port, self.started, self.compression), daemon=True
+        )
         bare.start()
-        procs.append(bare)
-        started.get(timeout=30)
-        wait_healthy(port, daemon, log)
-        daemon_url = f"ws://127.0.0.1:{port}/ws/signage?token={token.token}"
-        bare_url = f"ws://127.0.0.1:{bare_port}/"
+        self.procs.append(bare)
+        self.started.get(timeout=30)
+        wait_healthy(self.port, self.daemon, self.log)
+        return f"ws://127.0.0.1:{self.port}/ws/signage?token={token.token}"
+
+    def connect_clients(self, daemon_url: str) -> int:
+        """Start the client processes, each with its share of the connections to both
+        servers; returns how many once every one holds its connections open."""
+        args = self.args
+        bare_url = f"ws://127.0.0.1:{self.bare_port}/"
         shares = [
             args.clients // args.procs + (i < args.clients % args.procs) for i in range(args.procs)
         ]
         t_connect = monotonic()
         for share in shares:
-            p = ctx.Process(
-                target=client_process,
-                args=(Share(daemon_url, bare_url, share, compression), out, ready, stop),
-                daemon=True,
+            them = Share(daemon_url, bare_url, share, self.compression)
+            p = self.ctx.Process(
+                target=client_process, args=(them, self.out, self.ready, self.stop), daemon=True
             )
             p.start()
-            procs.append(p)
+            self.procs.append(p)
         for _ in shares:
-            ready.get(timeout=300)
+            self.ready.get(timeout=300)
         console.print(
             f"{args.clients} daemon + {args.clients} bare connections in {len(shares)} "
             f"client process(es), open after {monotonic() - t_connect:.1f} s"
         )
-        await asyncio.sleep(args.settle)  # screens connect long before a draw
+        return len(shares)
+
+    async def measure(self, daemon_url: str, procs: int) -> None:
+        """Draw the warm-up round, then time every announcement through the daemon and
+        through the bare server; report."""
         capture = await websockets.connect(daemon_url, compression=None, max_size=None)
-        control = await websockets.connect(f"ws://127.0.0.1:{bare_port}/control")
+        control = await websockets.connect(f"ws://127.0.0.1:{self.bare_port}/control")
         texts: dict[int, str] = {}
-
-        async def capture_texts() -> None:
-            async for message in capture:
-                assert isinstance(message, str)
-                for claim in winners(message):
-                    texts[claim] = message
-
-        capturing = asyncio.create_task(capture_texts())
+        capturing = asyncio.create_task(capture_texts(capture, texts))
         clock = ManualClock(dt.datetime.combine(DAY, dt.time(19, 0), SAST))
-        promotion = load_promotion(folder / f"{GH}.toml")
+        promotion = load_promotion(self.folder / f"{GH}.toml")
         desk = DrawDesk(
-            redis=r,
-            keys=keys,
-            audit=AuditStore(r, keys),
-            promotions=PromotionStore(r, keys, [promotion]),
+            redis=self.r,
+            keys=self.keys,
+            audit=AuditStore(self.r, self.keys),
+            promotions=PromotionStore(self.r, self.keys, [promotion]),
             clock=clock,
         )
         await desk.run_round(GH, "halfway", 1)  # warm-up: five winners at once
-        results = Results(out, len(shares))
         for claim in range(1, 6):
-            await results.wait("daemon", claim)
-        lat: dict[str, list[float]] = {"daemon": [], "bare": []}
+            await self.results.wait("daemon", claim)
         sizes = []
-        for _ in range(args.announcements):
-            book = await desk.book(GH, "halfway")
-            oldest = min(c for c, claim in book.claims.items() if str(claim.state) == "announced")
-            clock.advance(91)
-            await desk.act(GH, "halfway", oldest, "no_show", SCHEDULER)
-            t0 = monotonic()
-            claim = max((await desk.book(GH, "halfway")).claims)
-            last, n = await results.wait("daemon", claim)
-            assert n == args.clients, f"daemon: {n} of {args.clients} clients got claim {claim}"
-            lat["daemon"].append(last - t0)
+        for _ in range(self.args.announcements):
+            claim = await self.announce(desk, clock)
             while claim not in texts:
                 await asyncio.sleep(0.001)
             sizes.append(len(texts[claim].encode()))
-            await control.send(texts[claim])
-            t0_bare = float(await control.recv())
-            last, n = await results.wait("bare", claim)
-            assert n == args.clients, f"bare: {n} of {args.clients} clients got claim {claim}"
-            lat["bare"].append(last - t0_bare)
+            await self.broadcast(control, texts[claim], claim)
         capturing.cancel()
         await capture.close()
         await control.close()
-        report(args, lat, sizes, len(shares))
-        deflate_cost(texts[max(texts)], args.clients)
-    finally:
-        stop.set()
-        for proc in procs:
+        report(self.args, self.lat, sizes, procs)
+        deflate_cost(texts[max(texts)], self.args.clients)
+
+    async def announce(self, desk: DrawDesk, clock: ManualClock) -> int:
+        """Record a no-show, which announces the redraw's winner: the latency to the last
+        client goes to `self.lat["daemon"]`; returns the new claim."""
+        book = await desk.book(GH, "halfway")
+        oldest = min(c for c, claim in book.claims.items() if str(claim.state) == "announced")
+        clock.advance(91)
+        await desk.act(GH, "halfway", oldest, "no_show", SCHEDULER)
+        t0 = monotonic()
+        claim = max((await desk.book(GH, "halfway")).claims)
+        last, n = await self.results.wait("daemon", claim)
+        clients = self.args.clients
+        assert n == clients, f"daemon: {n} of {clients} clients got claim {claim}"
+        self.lat["daemon"].append(last - t0)
+        return claim
+
+    async def broadcast(self, control: websockets.ClientConnection, text: str, claim: int) -> None:
+        """The same message through the bare server: its latency goes to `self.lat["bare"]`."""
+        await control.send(text)
+        t0_bare = float(await control.recv())
+        last, n = await self.results.wait("bare", claim)
+        clients = self.args.clients
+        assert n == clients, f"bare: {n} of {clients} clients got claim {claim}"
+        self.lat["bare"].append(last - t0_bare)
+
+    async def close(self) -> None:
+        """Stop every process and delete the site's keys."""
+        self.stop.set()
+        for proc in self.procs:
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.terminate()
-        if daemon is not None:
-            daemon.terminate()
-            daemon.wait(20)
-        found = [k async for k in r.scan_iter(match=f"{keys.base}*", count=1000)]
+        if self.daemon is not None:
+            self.daemon.terminate()
+            self.daemon.wait(20)
+        found = [k async for k in self.r.scan_iter(match=f"{self.keys.base}*", count=1000)]
         if found:
-            await r.delete(*found)
-        await r.aclose()
+            await self.r.delete(*found)
+        await self.r.aclose()
+
+
+async def capture_texts(capture: websockets.ClientConnection, texts: dict[int, str]) -> None:
+    """Keep the text of every signage message announcing a winner, by claim."""
+    async for message in capture:
+        assert isinstance(message, str)
+        for claim in winners(message):
+            texts[claim] = message
+
+
+async def run(args: argparse.Namespace) -> None:
+    soft, hard = raise_fd_limit(4 * args.clients + 200)
+    bench = PushBench(args)
+    try:
+        console.print(f"ulimit -n: soft {soft}, hard {hard}; {os.cpu_count()} CPUs")
+        daemon_url = await bench.start_servers()
+        procs = bench.connect_clients(daemon_url)
+        await asyncio.sleep(args.settle)  # screens connect long before a draw
+        await bench.measure(daemon_url, procs)
+    finally:
+        await bench.close()
 
 
 def report(

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import json
-import os
 import random
 import shutil
 import signal
@@ -53,8 +51,9 @@ from floorload.scenarios import ROOT, SCENARIOS
 from floorload.services import forget_session, start_daemon, stop_daemon, wait_healthy
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from soakcensus import Tolerances, redis_memory, take_census, verdicts
+from soakcensus import redis_memory, take_census
 from soakparts import Kiosks, LogWatch, SweeperThread, daemon_runs_sweeper, log_sweeper_to
+from soakreport import report
 
 from bonusd.access.auth import Role, TokenStore
 from bonusd.infra.keys import Keys
@@ -97,7 +96,8 @@ def soak_promotion(site: str, start: dt.datetime, minutes: int) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The soak's command line."""
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -113,29 +113,54 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--redis-url", help="an existing Redis [a throwaway redis-server]")
     p.add_argument("--mqtt-url", help="an existing broker [a throwaway Mosquitto]")
     p.add_argument("--rss-tolerance", type=float, default=0.10, help="RSS growth allowed [0.10]")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    warmup_min = args.warmup if args.warmup is not None else min(5.0, args.minutes / 3)
-    scn = SCENARIOS[args.scenario]
-    args.out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="bonusd-soak-"))
-    site = prepare.Site(f"soak-{uuid.uuid4().hex[:6]}", "soak", "soak")
-    own_redis = None if args.redis_url else PrivateRedis(work / "redis")
-    broker = None if args.mqtt_url else LocalMosquitto(work / "mqtt")
-    daemon = sim = None
-    results: dict[str, Any] = {"site": site.site, "minutes": args.minutes, "warmup_min": warmup_min}
-    log = LogWatch(work / "daemon.log")
-    sweeper_log = LogWatch(work / "none.log")
+    soak = Soak(args)
     try:
-        for server in (own_redis, broker):
+        soak.run()
+    finally:
+        soak.tear_down()
+    return report(args, soak.results, soak.log)
+
+
+class Soak:
+    """One soak run: its site and work folder, the servers, the daemon, the simulator and
+    the sweeper, and what the run found (`results`, the daemon's `log`)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.warmup_min = args.warmup if args.warmup is not None else min(5.0, args.minutes / 3)
+        self.scn = SCENARIOS[args.scenario]
+        args.out.mkdir(parents=True, exist_ok=True)
+        self.work = work = Path(tempfile.mkdtemp(prefix="bonusd-soak-"))
+        self.site = prepare.Site(f"soak-{uuid.uuid4().hex[:6]}", "soak", "soak")
+        self.own_redis = None if args.redis_url else PrivateRedis(work / "redis")
+        self.broker = None if args.mqtt_url else LocalMosquitto(work / "mqtt")
+        self.daemon: subprocess.Popen[bytes] | None = None
+        self.sim: subprocess.Popen[bytes] | None = None
+        self.results: dict[str, Any] = {
+            "site": self.site.site, "minutes": args.minutes, "warmup_min": self.warmup_min,
+        }  # fmt: skip
+        self.log = LogWatch(work / "daemon.log")
+        self.sweeper_log = LogWatch(work / "none.log")
+
+    def run(self) -> None:
+        """Start the servers, import the floor, start the daemon, the simulator and (if
+        the daemon does not run it) the sweeper; sample until the run's end."""
+        args, site, work, results = self.args, self.site, self.work, self.results
+        for server in (self.own_redis, self.broker):
             if server is not None:
                 server.workdir.mkdir(parents=True, exist_ok=True)
                 server.start()
-        redis_url = args.redis_url or own_redis.url  # type: ignore[union-attr]
-        mqtt_url = args.mqtt_url or broker.url  # type: ignore[union-attr]
+        redis_url = args.redis_url or self.own_redis.url  # type: ignore[union-attr]
+        mqtt_url = args.mqtt_url or self.broker.url  # type: ignore[union-attr]
         console.print(f"soak: site {site.site}, Redis {redis_url}, broker {mqtt_url}")
-        spec, floor, start = prepare.build(scn)
+        spec, floor, start = prepare.build(self.scn)
         http_port = free_port()
         env = site.daemon_env(
             redis_url=redis_url, mqtt_url=mqtt_url, http_port=http_port, work=work, zone=spec.zone
@@ -157,8 +182,33 @@ def main(argv: list[str] | None = None) -> int:
         r = redis.Redis.from_url(redis_url)
         kiosk = asyncio.run(_kiosk_token(redis_url, site.keys, start))
         base = f"http://127.0.0.1:{http_port}"
-        daemon = start_daemon(env, work / "daemon.log")
-        wait_healthy(base, daemon, work / "daemon.log")
+        self.daemon = start_daemon(env, work / "daemon.log")
+        wait_healthy(base, self.daemon, work / "daemon.log")
+        self.start_simulator(env, start, redis_url=redis_url, mqtt_url=mqtt_url)
+        sweeper = self.sweeper(env)
+        if sweeper is not None:
+            sweeper.__enter__()
+        samples = _run(
+            args=args,
+            warmup_min=self.warmup_min,
+            daemon=self.daemon,
+            r=r,
+            site=site,
+            base=base,
+            kiosk=kiosk,
+            log=self.log,
+            start=start,
+        )
+        results["samples"] = samples
+        if sweeper is not None:
+            sweeper.__exit__()
+            results["sweeps_in_soak_process"] = sweeper.sweeps
+
+    def start_simulator(
+        self, env: dict[str, str], start: dt.datetime, *, redis_url: str, mqtt_url: str
+    ) -> None:
+        """Start the floor simulator on the site's shared clock (its log: simulator.log)."""
+        args, scn, site, work = self.args, self.scn, self.site, self.work
         sim_cmd = [
             sys.executable, "-m", "simulators", "run", "--floor", scn.floor,
             "--seed", str(scn.seed), "--start", start.isoformat(),
@@ -168,40 +218,30 @@ def main(argv: list[str] | None = None) -> int:
             "--promotion", str(work / "promotions" / "soak.toml"),
         ]  # fmt: skip
         with (work / "simulator.log").open("wb") as sim_log:
-            sim = subprocess.Popen(sim_cmd, stdout=sim_log, stderr=subprocess.STDOUT, env=env)
+            self.sim = subprocess.Popen(sim_cmd, stdout=sim_log, stderr=subprocess.STDOUT, env=env)
+
+    def sweeper(self, env: dict[str, str]) -> SweeperThread | None:
+        """The sweeper to run in this process, or None when the daemon runs it."""
         in_daemon = daemon_runs_sweeper()
         if not in_daemon:  # its log beside the daemon's, read by the same watch
-            log_sweeper_to(work / "sweeper.log")
-            sweeper_log.path = work / "sweeper.log"
-        results["sweeper"] = "daemon" if in_daemon else "soak process"
-        sweeper = None if in_daemon else SweeperThread(env)
-        if sweeper is not None:
-            sweeper.__enter__()
-        samples = _run(
-            args=args,
-            warmup_min=warmup_min,
-            daemon=daemon,
-            r=r,
-            site=site,
-            base=base,
-            kiosk=kiosk,
-            log=log,
-            start=start,
-        )
-        results["samples"] = samples
-        if sweeper is not None:
-            sweeper.__exit__()
-            results["sweeps_in_soak_process"] = sweeper.sweeps
-    finally:
-        if sim is not None and sim.poll() is None:
-            sim.terminate()
-            sim.wait(30)
-        if daemon is not None:
-            results["daemon_exit"] = stop_daemon(daemon)
-            if broker is not None or args.mqtt_url:
-                host_port = (args.mqtt_url or broker.url).split("//")[1]  # type: ignore[union-attr]
+            log_sweeper_to(self.work / "sweeper.log")
+            self.sweeper_log.path = self.work / "sweeper.log"
+        self.results["sweeper"] = "daemon" if in_daemon else "soak process"
+        return None if in_daemon else SweeperThread(env)
+
+    def tear_down(self) -> None:
+        """Stop the simulator and the daemon, read the logs, keep them (and the audit
+        archive) in --out, stop the servers and delete the work folder."""
+        args, work, log, sweeper_log = self.args, self.work, self.log, self.sweeper_log
+        if self.sim is not None and self.sim.poll() is None:
+            self.sim.terminate()
+            self.sim.wait(30)
+        if self.daemon is not None:
+            self.results["daemon_exit"] = stop_daemon(self.daemon)
+            if self.broker is not None or args.mqtt_url:
+                host_port = (args.mqtt_url or self.broker.url).split("//")[1]  # type: ignore[union-attr]
                 host, port = host_port.rsplit(":", 1)
-                forget_session(host, int(port), f"bonusd-{site.site}")
+                forget_session(host, int(port), f"bonusd-{self.site.site}")
         log.read()
         sweeper_log.read()
         log.errors += sweeper_log.errors
@@ -213,11 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         archive = work / "audit-archive"
         if archive.exists():
             shutil.copytree(archive, args.out / "audit-archive", dirs_exist_ok=True)
-        for server in (broker, own_redis):
+        for server in (self.broker, self.own_redis):
             if server is not None:
                 server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return _report(args, results, log)
 
 
 async def _kiosk_token(redis_url: str, keys: Keys, now: dt.datetime) -> str:
@@ -312,85 +351,6 @@ def _run(
             if last:
                 return samples
             time.sleep(max(0.0, min(args.sample_s, total_s - (time.monotonic() - t0))))
-
-
-def _report(args: argparse.Namespace, results: dict[str, Any], log: LogWatch) -> int:
-    samples = results.get("samples") or []
-    census = [s for s in samples if "families" in s]
-    warm = next((s for s in census if s.get("warmup_end")), census[0] if census else None)
-    end = census[-1] if census else None
-    results["log"] = log.summary()
-    results["retention_sweeps_logged"] = log.sweeps
-    if warm is None or end is None or warm is end:
-        results["checks"] = [{"check": "the run ended before its warm-up", "ok": False}]
-    else:
-        tol = Tolerances(rss_fraction=args.rss_tolerance)
-        results["checks"] = verdicts(warm, end, results["log"], tol)
-        first = samples[0]
-        results["figures"] = {
-            "rss_mb": {"start": first["rss_mb"], "warm": warm["rss_mb"], "end": end["rss_mb"]},
-            "redis_used_mb": {
-                "start": first["redis_used_mb"],
-                "warm": warm["redis_used_mb"],
-                "end": end["redis_used_mb"],
-            },
-            "keys": {"start": first["dbsize"], "end": end["dbsize"]},
-            "events_applied": end["applied"],
-            "events_per_s": round(
-                (end["applied"] - warm["applied"]) / max(1.0, end["t_s"] - warm["t_s"]), 1
-            ),
-            "rounds_drawn": end["rounds_drawn"],
-            "ingest_lag_max_s": max(
-                (x["ingest_lag_s"] for x in samples if x.get("ingest_lag_s") is not None),
-                default=None,
-            ),
-            "health_unanswered": end.get("health_unanswered", 0),
-            "seen_ids": end["seen_ids"],
-            "activations": end["activations"],
-            "machine_cpus": psutil.cpu_count(),
-            "load_avg_end": [round(x, 2) for x in os.getloadavg()],
-        }
-    ok = all(c["ok"] for c in results["checks"])
-    results["ok"] = ok
-    (args.out / "soak.json").write_text(json.dumps(results, indent=1, default=str))
-    md = _markdown(results)
-    (args.out / "soak.md").write_text(md)
-    print(md)
-    print(f"report: {args.out}/soak.md, soak.json, daemon.log")
-    return 0 if ok else 1
-
-
-def _markdown(res: dict[str, Any]) -> str:
-    lines = [f"# Soak: {res['minutes']} min, site {res['site']}", ""]
-    fig = res.get("figures")
-    if fig:
-        rss, red = fig["rss_mb"], fig["redis_used_mb"]
-        lines += [
-            "| figure | start | after warm-up | end |",
-            "| --- | ---: | ---: | ---: |",
-            f"| daemon RSS (MB) | {rss['start']} | {rss['warm']} | {rss['end']} |",
-            f"| Redis used_memory (MB) | {red['start']} | {red['warm']} | {red['end']} |",
-            f"| Redis keys | {fig['keys']['start']:,} | | {fig['keys']['end']:,} |",
-            "",
-            f"Events applied: {fig['events_applied']:,.0f} ({fig['events_per_s']:,}/s after "
-            f"warm-up); rounds drawn: {fig['rounds_drawn']}; event ids held for "
-            f"de-duplication: {fig['seen_ids']:,}; kiosk activations: {fig['activations']}; "
-            f"ingest lag at most {fig['ingest_lag_max_s']} s; /health unanswered in 10 s "
-            f"{fig['health_unanswered']} time(s); "
-            f"retention sweeper in the {res.get('sweeper')}; load average at the end "
-            f"{fig['load_avg_end']} on {fig['machine_cpus']} CPUs.",
-            "",
-        ]
-    lines += ["| check | value | limit | ok | detail |", "| --- | ---: | ---: | --- | --- |"]
-    for c in res["checks"]:
-        lines.append(
-            f"| {c['check']} | {c.get('value', '')} | {c.get('limit', '')} | "
-            f"{'yes' if c['ok'] else '**NO**'} | {c.get('detail', '')} |"
-        )
-    log = res["log"]
-    lines += ["", f"Daemon log: {log['errors']} error(s), {log['warnings']} warning(s)."]
-    lines += [f"    {w}" for w in log["warning_lines"][:5]]
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

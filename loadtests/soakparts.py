@@ -122,7 +122,7 @@ class SweeperThread:
 
 
 def daemon_runs_sweeper() -> bool:
-    return "RetentionSweeper" in (ROOT / "bonusd" / "bonusd/service/root.py").read_text()
+    return "RetentionSweeper" in (ROOT / "bonusd" / "service" / "root.py").read_text()
 
 
 class Kiosks:

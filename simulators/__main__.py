@@ -77,6 +77,31 @@ PromotionOpt = Annotated[
     typer.Option(help="A promotion file: players chase its thresholds and come to its draws."),
 ]
 
+MqttUrl = Annotated[
+    str, typer.Option(help="Broker URL: mqtt://host:port or mqtt://user:pass@host:port.")
+]
+Speed = Annotated[
+    float,
+    typer.Option(
+        min=0,
+        help="Simulated seconds per wall second; 0 = flat out. With --clock shared: "
+        "the speed the shared clock is created with if it does not exist yet.",
+    ),
+]
+ClockOpt = Annotated[
+    str,
+    typer.Option(
+        help="wall: pace by --speed from --start; shared: publish each event when "
+        "the site's shared clock in Redis (docs/clock.md) reaches its time."
+    ),
+]
+RedisUrl = Annotated[str, typer.Option(help="Redis of the shared clock (--clock shared).")]
+KeyPrefix = Annotated[str, typer.Option(help="Key prefix of the shared clock (BONUSD_KEY_PREFIX).")]
+MaxInflight = Annotated[int, typer.Option(min=1, help="Unacknowledged cap.")]
+ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
+ExportOut = Annotated[Path, typer.Option(help="Directory for devices.csv and members.csv.")]
+DumpOut = Annotated[str, typer.Option(help="JSONL file to write, or - for stdout.")]
+
 DEFAULT_START = "2026-10-03T17:00:00+02:00"
 
 
@@ -185,21 +210,62 @@ def _summary(console: Console, counts: Counter[str], title: str) -> None:
     console.print(table)
 
 
-def make_app() -> typer.Typer:
-    """The typer application (built on call: no module-level state)."""
-    app = typer.Typer(
-        add_completion=False,
-        no_args_is_help=True,
-        help="Simulate a casino floor's telemetry (bonusd contract v1).",
-    )
-    console = Console(stderr=True)
+def _publish(
+    console: Console,
+    setup: _Setup,
+    stream: Iterator[SimEvent],
+    span: dt.timedelta,
+    *,
+    mqtt_url: str,
+    prefix: str,
+    speed: float,
+    clock: str,
+    redis_url: str,
+    key_prefix: str,
+    max_inflight: int,
+    progress: bool,
+) -> Counter[str]:
+    """Publish the stream, paced by the wall or the shared clock; exit 1 on a failure."""
+    pacer: Pacer | None = None
+    try:
+        if clock == "shared":
+            pacer = SharedPacer(
+                redis_url=redis_url,
+                site=setup.site,
+                key_prefix=key_prefix,
+                start=setup.start,
+                speed=speed,
+            )
+        return publish_events(
+            stream,
+            mqtt_url=mqtt_url,
+            prefix=prefix,
+            site=setup.site,
+            speed=speed,
+            start=setup.start,
+            duration=span,
+            max_inflight=max_inflight,
+            progress=progress,
+            pacer=pacer,
+        )
+    except (PublishError, ClockError, ValueError, redis.exceptions.RedisError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    finally:
+        if pacer is not None:
+            pacer.close()
 
-    @app.command()
+
+class _Commands:
+    """The `run`, `export` and `dump` commands, reporting on one console (stderr)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
     def run(
+        self,
         *,
-        mqtt_url: Annotated[
-            str, typer.Option(help="Broker URL: mqtt://host:port or mqtt://user:pass@host:port.")
-        ] = "mqtt://127.0.0.1:1883",
+        mqtt_url: MqttUrl = "mqtt://127.0.0.1:1883",
         site: Site = None,
         prefix: Prefix = "bonusd",
         floor: FloorName = None,
@@ -209,33 +275,16 @@ def make_app() -> typer.Typer:
         members: Members = None,
         start: Start = DEFAULT_START,
         duration: Duration = "2h",
-        speed: Annotated[
-            float,
-            typer.Option(
-                min=0,
-                help="Simulated seconds per wall second; 0 = flat out. With --clock shared: "
-                "the speed the shared clock is created with if it does not exist yet.",
-            ),
-        ] = 60.0,
-        clock: Annotated[
-            str,
-            typer.Option(
-                help="wall: pace by --speed from --start; shared: publish each event when "
-                "the site's shared clock in Redis (docs/clock.md) reaches its time."
-            ),
-        ] = "wall",
-        redis_url: Annotated[
-            str, typer.Option(help="Redis of the shared clock (--clock shared).")
-        ] = "redis://127.0.0.1:6379/0",
-        key_prefix: Annotated[
-            str, typer.Option(help="Key prefix of the shared clock (BONUSD_KEY_PREFIX).")
-        ] = "bonusd",
+        speed: Speed = 60.0,
+        clock: ClockOpt = "wall",
+        redis_url: RedisUrl = "redis://127.0.0.1:6379/0",
+        key_prefix: KeyPrefix = "bonusd",
         granularity: GranularityOpt = "game",
         play_minutes: PlayMinutes = 5.0,
         promotion: PromotionOpt = None,
         run_id: RunId = None,
-        max_inflight: Annotated[int, typer.Option(min=1, help="Unacknowledged cap.")] = 1000,
-        progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+        max_inflight: MaxInflight = 1000,
+        progress: ShowProgress = True,
     ) -> None:
         """Publish the floor's events to an MQTT broker, paced by simulated time."""
         setup = _setup(
@@ -248,40 +297,17 @@ def make_app() -> typer.Typer:
         )  # fmt: skip
         if clock not in ("wall", "shared"):
             raise typer.BadParameter(f"--clock must be wall or shared, got {clock!r}")
-        pacer: Pacer | None = None
-        try:
-            if clock == "shared":
-                pacer = SharedPacer(
-                    redis_url=redis_url,
-                    site=setup.site,
-                    key_prefix=key_prefix,
-                    start=setup.start,
-                    speed=speed,
-                )
-            counts = publish_events(
-                stream,
-                mqtt_url=mqtt_url,
-                prefix=prefix,
-                site=setup.site,
-                speed=speed,
-                start=setup.start,
-                duration=span,
-                max_inflight=max_inflight,
-                progress=progress,
-                pacer=pacer,
-            )
-        except (PublishError, ClockError, ValueError, redis.exceptions.RedisError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(1) from exc
-        finally:
-            if pacer is not None:
-                pacer.close()
-        _summary(console, counts, f"published to {prefix}/{setup.site}")
+        counts = _publish(
+            self.console, setup, stream, span, mqtt_url=mqtt_url, prefix=prefix, speed=speed,
+            clock=clock, redis_url=redis_url, key_prefix=key_prefix,
+            max_inflight=max_inflight, progress=progress,
+        )  # fmt: skip
+        _summary(self.console, counts, f"published to {prefix}/{setup.site}")
 
-    @app.command()
     def export(
+        self,
         *,
-        out: Annotated[Path, typer.Option(help="Directory for devices.csv and members.csv.")],
+        out: ExportOut,
         floor: FloorName = None,
         seed: Seed = 42,
         egms: Egms = None,
@@ -295,12 +321,12 @@ def make_app() -> typer.Typer:
             start=start, site=None,
         )  # fmt: skip
         for path in export_registry(setup.floor, out):
-            console.print(f"wrote {path}")
+            self.console.print(f"wrote {path}")
 
-    @app.command()
     def dump(
+        self,
         *,
-        out: Annotated[str, typer.Option(help="JSONL file to write, or - for stdout.")],
+        out: DumpOut,
         site: Site = None,
         prefix: Prefix = "bonusd",
         floor: FloorName = None,
@@ -328,23 +354,34 @@ def make_app() -> typer.Typer:
             counts = write_jsonl(stream, sys.stdout, prefix=prefix, site=setup.site)
         else:
             counts = dump_events(stream, Path(out), prefix=prefix, site=setup.site)
-        _summary(console, counts, f"wrote {out}")
+        _summary(self.console, counts, f"wrote {out}")
 
-    @app.command()
-    def floors() -> None:
-        """List the named floors shipped in simulators/floors/."""
-        table = Table(title="named floors (--floor)")
-        for column in ("floor", "name", "site", "EGMs", "tables", "members", "areas"):
-            table.add_column(column)
-        for name in floor_names():
-            spec = load_floor(name)
-            c = spec.config
-            areas = ", ".join(f"{a.name} {a.egms}+{a.table_count}" for a in c.layout)
-            table.add_row(
-                name, spec.name, spec.site, f"{c.egms:,}", str(c.tables), f"{c.members:,}", areas
-            )
-        Console().print(table)
 
+def floors() -> None:
+    """List the named floors shipped in simulators/floors/."""
+    table = Table(title="named floors (--floor)")
+    for column in ("floor", "name", "site", "EGMs", "tables", "members", "areas"):
+        table.add_column(column)
+    for name in floor_names():
+        spec = load_floor(name)
+        c = spec.config
+        areas = ", ".join(f"{a.name} {a.egms}+{a.table_count}" for a in c.layout)
+        table.add_row(
+            name, spec.name, spec.site, f"{c.egms:,}", str(c.tables), f"{c.members:,}", areas
+        )
+    Console().print(table)
+
+
+def make_app() -> typer.Typer:
+    """The typer application (built on call: no module-level state)."""
+    app = typer.Typer(
+        add_completion=False,
+        no_args_is_help=True,
+        help="Simulate a casino floor's telemetry (bonusd contract v1).",
+    )
+    commands = _Commands(Console(stderr=True))
+    for command in (commands.run, commands.export, commands.dump, floors):
+        app.command()(command)
     return app
 
 

@@ -92,12 +92,12 @@ def _too_many(over: Exceeded) -> AuthError:
 def _warn_at_limit(checks: list[Check], counts: tuple[int, ...]) -> None:
     """A WARNING when a failure brings a count to its limit (once a window: later checks
     are refused before they are counted)."""
-    for (_, subject, limit), n in zip(checks, counts, strict=True):
-        if n == limit.count:
+    for (_, subject, limit), failures in zip(checks, counts, strict=True):
+        if failures == limit.count:
             logger.warning(
                 "%d failed token checks for %s within %d s; refusing its checks until the "
                 "window ends",
-                n,
+                failures,
                 subject,
                 limit.window_s,
             )

@@ -112,9 +112,9 @@ class RateLimiter:
 
     def _window(self, limit: Limit, now: dt.datetime) -> tuple[int, int]:
         """(window index, whole seconds until it ends, at least 1)."""
-        t = now.timestamp()
-        index = math.floor(t / limit.window_s)
-        left = math.ceil((index + 1) * limit.window_s - t)
+        epoch_s = now.timestamp()
+        index = math.floor(epoch_s / limit.window_s)
+        left = math.ceil((index + 1) * limit.window_s - epoch_s)
         return index, max(left, 1)
 
     def _key(self, bucket: str, subject: str, limit: Limit, now: dt.datetime) -> str:
@@ -136,8 +136,8 @@ class RateLimiter:
         self, checks: list[Check], counts: tuple[int, ...], now: dt.datetime
     ) -> Exceeded | None:
         """The first limit whose count (as `count` answered it) is past the limit."""
-        for (bucket, subject, limit), n in zip(checks, counts, strict=True):
-            if n > limit.count:
+        for (bucket, subject, limit), counted in zip(checks, counts, strict=True):
+            if counted > limit.count:
                 return Exceeded(bucket, subject, limit, self._window(limit, now)[1])
         return None
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 import fastapi_offline
-from fastapi import FastAPI, HTTPException
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 
@@ -67,17 +67,17 @@ def docs_page(app: FastAPI) -> tuple[str, str]:
     return page, csp
 
 
-def add_docs_routes(app: FastAPI) -> None:
-    """`/docs` and its static files (build the app with `docs_url=None`)."""
-    folder = swagger_folder()
-    page, csp = docs_page(app)
+router = APIRouter(include_in_schema=False)  # /docs and its files
 
-    @app.get("/docs", include_in_schema=False)
-    async def docs() -> HTMLResponse:
-        return HTMLResponse(page, headers={"Content-Security-Policy": csp})
 
-    @app.get(STATIC + "/{name}", include_in_schema=False)
-    async def docs_file(name: str) -> FileResponse:
-        if name not in FILES:
-            raise HTTPException(404, f"no such documentation file: {name}")
-        return FileResponse(folder / name, media_type=FILES[name])
+@router.get("/docs")
+async def docs(request: Request) -> HTMLResponse:
+    page, csp = docs_page(request.app)
+    return HTMLResponse(page, headers={"Content-Security-Policy": csp})
+
+
+@router.get(STATIC + "/{name}")
+async def docs_file(name: str) -> FileResponse:
+    if name not in FILES:
+        raise HTTPException(404, f"no such documentation file: {name}")
+    return FileResponse(swagger_folder() / name, media_type=FILES[name])

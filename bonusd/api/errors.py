@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
@@ -54,10 +54,11 @@ GUARDED_ERRORS: dict[int | str, dict[str, Any]] = {
 }  # fmt: skip
 
 
-def document_guarded(app: FastAPI) -> None:
-    """The refusals of a token check on every route behind a role guard (`guard` keeps
-    its roles on the dependency), so the schema lists them where they can happen."""
-    for route in app.routes:
+def document_guarded(router: APIRouter) -> None:
+    """The refusals of a token check on every route of `router` behind a role guard
+    (`require` keeps its roles on the dependency), so the schema lists them where they
+    can happen. Call before the router is included; calling it again changes nothing."""
+    for route in router.routes:
         if isinstance(route, APIRoute) and any(
             getattr(dep.call, "roles", None) for dep in route.dependant.dependencies
         ):

@@ -1,26 +1,27 @@
-"""HTTP routes of RAPS jackpots: run one now, read a session, every claim action, the
-decline register and a jackpot's verification. Thin: rules in `bonusd.raps.book`, the
-Redis side in `bonusd.raps.desk`."""
+"""HTTP routes of RAPS jackpots: a promotion's sessions, run one now, read a session,
+every claim action, the decline register, a jackpot's verification and its eligibility
+report. Thin: rules in `bonusd.raps.book`, the Redis side in `bonusd.raps.desk`."""
 
 from __future__ import annotations
 
 import datetime as dt
-from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
-from fastapi import FastAPI, Path, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel
 
 from bonusd.access.auth import Principal, Role
-from bonusd.api.draws import CLAIM, ID, actor, deadline_fields, verified
+from bonusd.api.context import Ctx, Desk, require
+from bonusd.api.draws import CLAIM, ID, actor, verified
 from bonusd.api.fields import Card
+from bonusd.api.models import Deadline, IsoTime, deadline_of
+from bonusd.errors import NotFoundError
 from bonusd.raps.book import RapsBook
-
-if TYPE_CHECKING:
-    from bonusd.api.context import ApiContext
-    from bonusd.raps.desk import JackpotDesk
+from bonusd.raps.claim import RapsClaimState
+from bonusd.raps.rules import IneligibleReason
 
 NUMBER = Path(ge=1, le=1000)
+BASE = "/promotions/{promotion}/jackpots/{session}"
 # claim action -> (path segment, roles)
 RAPS_ACTIONS = {
     "crew_arrived": ("at-device", (Role.CREW,)),
@@ -34,115 +35,218 @@ RAPS_ACTIONS = {
     "reselect": ("reselect", (Role.CREW, Role.DESK)),
 }
 
+router = APIRouter(tags=["jackpots"])
+
 
 class DeclineIn(BaseModel):
     card: Card
 
 
-def session_json(book: RapsBook, now: dt.datetime) -> dict[str, Any]:
-    claims = []
-    for cid, c in book.claims.items():
-        claims.append(
-            {
-                "claim": cid,
-                "jackpot": book.claim_jackpot[cid],
-                "card": c.card,
-                "device": c.device,
-                "area": c.area,
-                "bank": c.bank,
-                "state": str(c.state),
-                "won": c.won,
-                **deadline_fields(c.deadline_now(), now),
-            }
+class JackpotOut(BaseModel):
+    number: int
+    id: str  # the jackpot's reference in the audit trail: <promotion>.<session>.j<number>
+    at: IsoTime  # its scheduled instant
+    attempt: int  # 0 until it runs; one more for every reselection's new pool
+
+
+class RapsClaimOut(Deadline):
+    claim: int
+    jackpot: int  # the jackpot's number in the session
+    card: str
+    device: str
+    area: str
+    bank: str
+    state: RapsClaimState
+    won: bool  # the prize is theirs (verified at the device or on stage, or registered)
+
+
+class SessionOut(BaseModel):
+    """A RAPS session: its jackpots, the decline register and every claim."""
+
+    session: str
+    jackpots: list[JackpotOut]
+    declined: list[str]  # cards signed into the decline register
+    claims: list[RapsClaimOut]
+
+
+class AttemptOut(BaseModel):
+    attempt: int
+    result: str  # "ok" or what did not recompute
+
+
+class JackpotVerifyOut(BaseModel):
+    chain: str  # "ok ..." when the audit chain is intact
+    ok: bool  # the chain is intact and every attempt's pick recomputes
+    attempts: list[AttemptOut]
+
+
+class PlaceOut(BaseModel):
+    card: str
+    device: str
+    area: str
+    bank: str
+    seat: str
+
+
+class IneligibleOut(BaseModel):
+    card: str
+    device: str
+    reasons: list[IneligibleReason]
+
+
+class EligibilityOut(BaseModel):
+    """Who was in a jackpot attempt's pool (in pool order) and why every other carded-in
+    player was not, rebuilt from the archived floor snapshot."""
+
+    jackpot_id: str
+    attempt: int
+    at: str  # the jackpot instant, UTC
+    eligible: list[PlaceOut]
+    ineligible: list[IneligibleOut]
+
+
+def session_out(book: RapsBook, now: dt.datetime) -> SessionOut:
+    claims = [
+        RapsClaimOut(
+            claim=cid,
+            jackpot=book.claim_jackpot[cid],
+            card=c.card,
+            device=c.device,
+            area=c.area,
+            bank=c.bank,
+            state=c.state,
+            won=c.won,
+            **deadline_of(c.deadline_now(), now),
         )
-    return {
-        "session": book.subject,
-        "jackpots": [
-            {"number": n, "id": j.jackpot_id, "at": j.at.isoformat(), "attempt": j.attempt}
+        for cid, c in book.claims.items()
+    ]
+    return SessionOut(
+        session=book.subject,
+        jackpots=[
+            JackpotOut(number=n, id=j.jackpot_id, at=j.at, attempt=j.attempt)
             for n, j in sorted(book.jackpots.items())
         ],
-        "declined": sorted(book.register.signed),
-        "claims": claims,
-    }
+        declined=sorted(book.register.signed),
+        claims=claims,
+    )
 
 
-def add_jackpot_routes(app: FastAPI, ctx: ApiContext, guard: Any, desk: JackpotDesk) -> None:
-    tags: list[str | Enum] = ["jackpots"]
-    base = "/promotions/{promotion}/jackpots/{session}"
-    desk_role = guard(ctx, Role.DESK)
+@router.post(f"{BASE}/{{number}}/run")
+async def run(
+    ctx: Ctx,
+    promotion: Annotated[str, ID],
+    session: Annotated[str, ID],
+    number: Annotated[int, NUMBER],
+    principal: Desk,
+) -> SessionOut:
+    """Run jackpot `number` of the session now (idempotent)."""
+    await ctx.jackpots.run_jackpot(promotion, session, number, actor(principal))
+    return session_out(await ctx.jackpots.book(promotion, session), ctx.clock.now())
 
-    @app.post(f"{base}/{{number}}/run", tags=tags)
-    async def run(
-        promotion: Annotated[str, ID],
-        session: Annotated[str, ID],
-        number: Annotated[int, NUMBER],
-        principal: Principal = desk_role,
-    ) -> dict[str, Any]:
-        """Run jackpot `number` of the session now (idempotent)."""
-        await desk.run_jackpot(promotion, session, number, actor(principal))
-        return session_json(await desk.book(promotion, session), ctx.clock.now())
 
-    @app.get(base, tags=tags, dependencies=[guard(ctx, Role.CREW, Role.DESK)])
-    async def read(promotion: Annotated[str, ID], session: Annotated[str, ID]) -> dict[str, Any]:
-        return session_json(await desk.book(promotion, session), ctx.clock.now())
+@router.get(BASE, dependencies=[require(Role.CREW, Role.DESK)])
+async def read(ctx: Ctx, promotion: Annotated[str, ID], session: Annotated[str, ID]) -> SessionOut:
+    """The session: its jackpots, decline register and claims with their deadlines."""
+    return session_out(await ctx.jackpots.book(promotion, session), ctx.clock.now())
 
-    @app.post(f"{base}/declines", tags=tags)
-    async def decline(
-        promotion: Annotated[str, ID],
-        session: Annotated[str, ID],
-        body: DeclineIn,
-        principal: Principal = desk_role,
-    ) -> dict[str, Any]:
-        """Sign a member into the session's decline register (until the session starts)."""
-        await desk.sign_decline(promotion, session, body.card, actor(principal))
-        return session_json(await desk.book(promotion, session), ctx.clock.now())
 
-    @app.get(f"{base}/{{number}}/verify", tags=tags, dependencies=[desk_role])
-    async def verify(
-        promotion: Annotated[str, ID], session: Annotated[str, ID], number: Annotated[int, NUMBER]
-    ) -> dict[str, Any]:
-        chain, rounds = await desk.verify(f"{promotion}.{session}.j{number}")
-        return {
-            "chain": chain,
-            "ok": verified(chain, rounds),
-            "attempts": [{"attempt": k[1], "result": str(v)} for k, v in sorted(rounds.items())],
-        }
+@router.post(f"{BASE}/declines")
+async def decline(
+    ctx: Ctx,
+    promotion: Annotated[str, ID],
+    session: Annotated[str, ID],
+    body: DeclineIn,
+    principal: Desk,
+) -> SessionOut:
+    """Sign a member into the session's decline register (until the session starts)."""
+    await ctx.jackpots.sign_decline(promotion, session, body.card, actor(principal))
+    return session_out(await ctx.jackpots.book(promotion, session), ctx.clock.now())
 
-    @app.get(f"{base}/{{number}}/eligibility", tags=tags, dependencies=[desk_role])
-    async def eligibility(
-        promotion: Annotated[str, ID],
-        session: Annotated[str, ID],
-        number: Annotated[int, NUMBER],
-        attempt: Annotated[int, Query(ge=0, description="0: the latest attempt")] = 0,
-    ) -> Response:
-        """Who was eligible at the jackpot instant (with their place) and why every other
-        carded-in player was not, rebuilt from the archived floor snapshot."""
-        ref = f"{promotion}.{session}.j{number}"
-        report = await desk.eligibility_report(ref, attempt)
-        return Response(report, media_type="application/json")
 
-    for action, (segment, roles) in RAPS_ACTIONS.items():
-        _route(
-            app,
-            ctx,
-            guard(ctx, *roles),
-            desk,
-            action=action,
-            path=f"{base}/claims/{{claim}}/{segment}",
+@router.get(f"{BASE}/{{number}}/verify", dependencies=[require(Role.DESK)])
+async def verify(
+    ctx: Ctx,
+    promotion: Annotated[str, ID],
+    session: Annotated[str, ID],
+    number: Annotated[int, NUMBER],
+) -> JackpotVerifyOut:
+    """Recompute every attempt's pick from its revealed seed and archived pool."""
+    chain, rounds = await ctx.jackpots.verify(f"{promotion}.{session}.j{number}")
+    return JackpotVerifyOut(
+        chain=chain,
+        ok=verified(chain, rounds),
+        attempts=[AttemptOut(attempt=k[1], result=str(v)) for k, v in sorted(rounds.items())],
+    )
+
+
+@router.get(
+    f"{BASE}/{{number}}/eligibility",
+    dependencies=[require(Role.DESK)],
+    response_class=Response,
+    responses={200: {"model": EligibilityOut, "description": "The eligibility report"}},
+)
+async def eligibility(
+    ctx: Ctx,
+    promotion: Annotated[str, ID],
+    session: Annotated[str, ID],
+    number: Annotated[int, NUMBER],
+    attempt: Annotated[int, Query(ge=0, description="0: the latest attempt")] = 0,
+) -> Response:
+    """Who was eligible at the jackpot instant (with their place) and why every other
+    carded-in player was not, rebuilt from the archived floor snapshot. (Served as the
+    canonical JSON it is archived as; its form is `EligibilityOut`.)"""
+    report = await ctx.jackpots.eligibility_report(f"{promotion}.{session}.j{number}", attempt)
+    return Response(report, media_type="application/json")
+
+
+class SessionItemOut(BaseModel):
+    """A RAPS session of a promotion, as the pages list them."""
+
+    id: str
+    name: str
+    date: dt.date
+    start: str  # HH:MM, the floor's local time
+    end: str  # HH:MM
+    areas: list[str]  # the floor areas whose players take part
+
+
+@router.get("/promotions/{promotion}/jackpots", dependencies=[require(Role.CREW, Role.DESK)])
+async def jackpot_sessions(ctx: Ctx, promotion: Annotated[str, ID]) -> list[SessionItemOut]:
+    """The promotion's RAPS jackpot sessions: id, date, hours and areas."""
+    try:
+        p = ctx.promotions.promotion(promotion)
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    return [
+        SessionItemOut(
+            id=s.id,
+            name=s.name,
+            date=s.date,
+            start=s.start.strftime("%H:%M"),
+            end=s.end.strftime("%H:%M"),
+            areas=list(s.areas),
         )
+        for s in p.jackpot_sessions
+    ]
 
 
-def _route(
-    app: FastAPI, ctx: ApiContext, dependency: Any, desk: JackpotDesk, *, action: str, path: str
-) -> None:
+def _claim_route(action: str, segment: str, roles: tuple[Role, ...]) -> None:
+    allowed = require(*roles)
+
     async def raps_action(
+        ctx: Ctx,
         promotion: Annotated[str, ID],
         session: Annotated[str, ID],
         claim: Annotated[int, CLAIM],
-        principal: Principal = dependency,
-    ) -> dict[str, Any]:
-        await desk.act(promotion, session, claim, action, actor(principal))
-        return session_json(await desk.book(promotion, session), ctx.clock.now())
+        principal: Principal = allowed,  # a default: a local cannot be in an annotation
+    ) -> SessionOut:
+        await ctx.jackpots.act(promotion, session, claim, action, actor(principal))
+        return session_out(await ctx.jackpots.book(promotion, session), ctx.clock.now())
 
     raps_action.__name__ = f"raps_{action}"
-    app.post(path, tags=["claims"], summary=f"RAPS claim: {action.replace('_', ' ')}")(raps_action)
+    summary = f"RAPS claim: {action.replace('_', ' ')}"
+    router.post(f"{BASE}/claims/{{claim}}/{segment}", tags=["claims"], summary=summary)(raps_action)
+
+
+for _action, (_segment, _roles) in RAPS_ACTIONS.items():
+    _claim_route(_action, _segment, _roles)

@@ -1,5 +1,4 @@
-"""The pages of the floor: `/signage`, `/crew` and `/desk`, their static files, and the two
-read-only desk routes the desk page needs beyond the rest of the API.
+"""The pages of the floor: `/signage`, `/crew` and `/desk`, and their static files.
 
 The pages are plain HTML, CSS and JavaScript in `displays/` (no build step, nothing from
 another host). They hold no data: every datum reaches them through the API or the live
@@ -9,41 +8,28 @@ route table (`tests/api/test_roles.py` checks that table), and each answer carri
 headers below: a Content-Security-Policy that allows this origin only and no framing,
 `nosniff`, and no referrer (a signage screen's URL may carry its `?token=`).
 
-`displays/` is found next to the package in a checkout or an editable install, or under
-`{sys.prefix}/share/bonusd/displays` when bonusd was installed from a wheel
-(`[tool.setuptools.data-files]` in pyproject.toml).
+Where `displays/` is found: bonusd/api/displayfiles.py.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import logging
 import re
-import sys
-from collections.abc import Iterable
-from enum import Enum
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Query
-from fastapi import Path as PathParam
+from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
-from bonusd.access.auth import Role
+from bonusd.api.context import context_of
+from bonusd.api.displayfiles import PAGES
 from bonusd.api.httpguard import PAGE_CSP, PAGE_HEADERS
-from bonusd.audit.chain import verify_chain
 from bonusd.clocks.clock import Clock, ManualClock
-from bonusd.errors import NotFoundError
-
-if TYPE_CHECKING:
-    from bonusd.api.context import ApiContext
 
 logger = logging.getLogger(__name__)
-PAGES = {"/signage": "signage.html", "/crew": "crew.html", "/desk": "desk.html"}
 ASSET = re.compile(r"^[a-z][a-z0-9-]{0,60}\.(?:js|css|svg)$")
-PROMOTION_ID = PathParam(pattern=r"^[a-z0-9][a-z0-9-]{0,79}$")
 SITE_OR_AREA = re.compile(r"^[a-z0-9_-]{1,32}$")
 MEDIA = {
     ".js": "text/javascript; charset=utf-8",
@@ -56,26 +42,6 @@ MEDIA = {
 # storage may hold its token; the middleware lets the data-free static files be no-cache)
 CSP = PAGE_CSP
 SECURE_HEADERS = {**PAGE_HEADERS, "Cache-Control": "no-store"}
-
-
-def displays_candidates() -> tuple[Path, ...]:
-    """Where `displays/` may be, in the order looked at."""
-    return (
-        Path(__file__).resolve().parents[2] / "displays",
-        Path(sys.prefix) / "share" / "bonusd" / "displays",
-    )
-
-
-def find_displays(candidates: Iterable[Path] | None = None) -> Path:
-    """The folder holding the pages; `FileNotFoundError` naming where it looked."""
-    looked = tuple(candidates if candidates is not None else displays_candidates())
-    for folder in looked:
-        if all((folder / page).is_file() for page in PAGES.values()):
-            return folder
-    raise FileNotFoundError(
-        "the display pages (signage.html, crew.html, desk.html) are in none of: "
-        + ", ".join(str(p) for p in looked)
-    )
 
 
 def clock_rate(clock: Clock) -> float:
@@ -116,101 +82,34 @@ def _file(folder: Path, name: str) -> Response:
     return FileResponse(path, media_type=media, headers=SECURE_HEADERS)
 
 
-def add_page_routes(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
-    """Serve the three pages and their files; add the desk's audit and session lists.
-    Without `displays/` the daemon still runs (ingest and draws matter more than pages):
-    the page routes answer 503 naming where the files were looked for."""
-    try:
-        folder = find_displays()
-    except FileNotFoundError as exc:
-        logger.error("%s; the pages answer 503", exc)
-        folder, missing = Path("/nonexistent"), str(exc)
-    else:
-        missing = ""
-    zone = str(ctx.calendar.zone)
+def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        for param in ("site", "area"):
+            value = request.query_params.get(param)
+            if value is not None and not SITE_OR_AREA.match(value):
+                return PlainTextResponse(
+                    f"{param} must match {SITE_OR_AREA.pattern}", 400, headers=SECURE_HEADERS
+                )
+        ctx = context_of(request)
+        if ctx.displays.missing:
+            return PlainTextResponse(ctx.displays.missing, 503, headers=SECURE_HEADERS)
+        text = (ctx.displays.folder / name).read_text("utf-8")
+        zone, rate = str(ctx.calendar.zone), clock_rate(ctx.clock)
+        page = page_html(text, site=ctx.site, timezone=zone, rate=rate)
+        return HTMLResponse(page, headers=SECURE_HEADERS)
 
-    def page(name: str) -> Any:
-        async def endpoint(request: Request) -> Response:
-            for param in ("site", "area"):
-                value = request.query_params.get(param)
-                if value is not None and not SITE_OR_AREA.match(value):
-                    return PlainTextResponse(
-                        f"{param} must match {SITE_OR_AREA.pattern}", 400, headers=SECURE_HEADERS
-                    )
-            if missing:
-                return PlainTextResponse(missing, 503, headers=SECURE_HEADERS)
-            path = folder / name
-            text = page_html(
-                path.read_text("utf-8"), site=ctx.site, timezone=zone, rate=clock_rate(ctx.clock)
-            )
-            return HTMLResponse(text, headers=SECURE_HEADERS)
-
-        return endpoint
-
-    for path, name in PAGES.items():
-        app.add_route(path, page(name), methods=["GET"], include_in_schema=False)
-
-    async def asset(request: Request) -> Response:
-        name = str(request.path_params["name"])
-        if not ASSET.match(name):
-            return PlainTextResponse("not a display file", 404, headers=SECURE_HEADERS)
-        return _file(folder, name)
-
-    app.add_route("/displays/{name}", asset, methods=["GET"], include_in_schema=False)
-    _add_desk_reads(app, ctx, guard)
+    return endpoint
 
 
-def _add_desk_reads(app: FastAPI, ctx: ApiContext, guard: Any) -> None:
-    tags: list[str | Enum] = ["desk"]
+async def _asset(request: Request) -> Response:
+    name = str(request.path_params["name"])
+    if not ASSET.match(name):
+        return PlainTextResponse("not a display file", 404, headers=SECURE_HEADERS)
+    return _file(context_of(request).displays.folder, name)
 
-    @app.get("/audit", tags=tags, dependencies=[guard(ctx, Role.DESK)])
-    async def audit(
-        count: Annotated[int, Query(ge=1, le=5000)] = 200,
-        before: Annotated[int | None, Query(ge=1, description="records with seq below")] = None,
-        kind: Annotated[str | None, Query(max_length=40)] = None,
-        q: Annotated[str | None, Query(max_length=120, description="text to look for")] = None,
-    ) -> dict[str, Any]:
-        """The site's hash-chained audit trail, newest first, with the chain's check:
-        filter by kind and by any text of the record (a card, a draw, an actor)."""
-        records = await ctx.audit.records()
-        check = verify_chain(records)
-        needle = (q or "").strip().lower()
-        out: list[dict[str, Any]] = []
-        for rec in reversed(records):
-            if before is not None and rec.seq >= before:
-                continue
-            if kind and rec.kind != kind:
-                continue
-            row = {"seq": rec.seq, "time": rec.time, "actor": rec.actor, "kind": rec.kind}
-            row |= {"payload": rec.payload, "hash": rec.hash}
-            if needle and needle not in json.dumps(row, ensure_ascii=False).lower():
-                continue
-            out.append(row)
-            if len(out) >= count:
-                break
-        return {"total": len(records), "chain": str(check), "ok": check.ok, "records": out}
 
-    @app.get(
-        "/promotions/{promotion}/jackpots",
-        tags=tags,
-        dependencies=[guard(ctx, Role.CREW, Role.DESK)],
-    )
-    async def jackpot_sessions(
-        promotion: Annotated[str, PROMOTION_ID],
-    ) -> list[dict[str, Any]]:
-        """The promotion's RAPS jackpot sessions: id, date, hours and areas."""
-        try:
-            p = ctx.promotions.promotion(promotion)
-        except NotFoundError as exc:
-            raise HTTPException(404, str(exc)) from exc
-        return [
-            {
-                "id": s.id,
-                "name": s.name,
-                "date": s.date.isoformat(),
-                "start": s.start.strftime("%H:%M"),
-                "end": s.end.strftime("%H:%M"),
-                "areas": list(s.areas),
-            }
-            for s in p.jackpot_sessions
-        ]
+# the pages and their files: public Starlette routes, outside the API's schema
+router = APIRouter()
+for _path, _name in PAGES.items():
+    router.add_route(_path, _page(_name), methods=["GET"], include_in_schema=False)
+router.add_route("/displays/{name}", _asset, methods=["GET"], include_in_schema=False)

@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bonusd.access.auth import AuthError, Principal, Role, authorize
+from bonusd.api.context import ApiContext, context_of
 from bonusd.infra.redisclient import REDIS_ERRORS
 from bonusd.push.hub import PushHub, PushUnavailable
 from bonusd.push.input import (
@@ -36,14 +36,8 @@ from bonusd.push.input import (
 )
 from bonusd.push.stream import EXPIRED, Subscriber
 
-if TYPE_CHECKING:
-    from bonusd.api.context import ApiContext
-
 logger = logging.getLogger(__name__)
 
-# token checks at once: each is a Redis call, and the daemon's Redis pool (redis-py's
-# default, 100 connections) fails rather than waits when a burst goes over it
-HANDSHAKES = 32
 CLOSE_WAIT_S = 2.0  # a close frame that cannot be written in this long is not waited for
 TRANSPORT = "bonusd.transport"
 SIGNAGE_ROLES = frozenset({Role.SIGNAGE, Role.ADMIN})
@@ -205,18 +199,23 @@ class Connection:
             check_ping(json_object(message))
 
 
-def add_push_routes(app: FastAPI, ctx: ApiContext) -> None:
-    """`/ws/signage` and `/ws/crew` on `app`, when the daemon has a push hub."""
-    hub = ctx.push
-    if hub is None:
+# `/ws/signage` and `/ws/crew`: included by `create_app` when the daemon has a push hub
+router = APIRouter()
+
+
+async def _serve(ws: WebSocket, *, signage: bool) -> None:
+    ctx = context_of(ws)
+    if ctx.push is None:  # not included without a hub; refused all the same
+        await _close(ws, 1013, "this daemon has no live push")
         return
-    app.add_middleware(KeepTransport)
-    gate = asyncio.Semaphore(HANDSHAKES)
+    await Connection(ws, ctx, ctx.push, ctx.handshakes, signage=signage).run(ctx.push.handshake_s)
 
-    @app.websocket("/ws/signage")
-    async def signage(ws: WebSocket) -> None:
-        await Connection(ws, ctx, hub, gate, signage=True).run(hub.handshake_s)
 
-    @app.websocket("/ws/crew")
-    async def crew(ws: WebSocket) -> None:
-        await Connection(ws, ctx, hub, gate, signage=False).run(hub.handshake_s)
+@router.websocket("/ws/signage")
+async def signage(ws: WebSocket) -> None:
+    await _serve(ws, signage=True)
+
+
+@router.websocket("/ws/crew")
+async def crew(ws: WebSocket) -> None:
+    await _serve(ws, signage=False)

@@ -56,20 +56,20 @@ def check_links(records: Sequence[AuditRecord]) -> ChainCheck:
     seq 1 must start from the genesis hash."""
     prev: str | None = None
     last_time = ""
-    for i, rec in enumerate(records):
-        if i == 0:
+    for index, rec in enumerate(records):
+        if index == 0:
             if rec.seq == 1 and rec.prev_hash != GENESIS:
                 return ChainCheck(0, 1, "the first record does not start from the genesis hash")
         else:
-            expected = records[i - 1].seq + 1
+            expected = records[index - 1].seq + 1
             if rec.seq != expected:
-                return ChainCheck(i, expected, f"seq is {rec.seq}, expected {expected}")
+                return ChainCheck(index, expected, f"seq is {rec.seq}, expected {expected}")
             if rec.prev_hash != prev:
-                return ChainCheck(i, rec.seq, "prev_hash does not match the previous record's")
+                return ChainCheck(index, rec.seq, "prev_hash does not match the previous record's")
         if record_hash(rec.body()) != rec.hash:
-            return ChainCheck(i, rec.seq, "hash does not match the record's content (modified)")
+            return ChainCheck(index, rec.seq, "hash does not match the record's content (modified)")
         if rec.time < last_time:
-            return ChainCheck(i, rec.seq, f"time {rec.time} is before the previous record's")
+            return ChainCheck(index, rec.seq, f"time {rec.time} is before the previous record's")
         prev, last_time = rec.hash, rec.time
     return ChainCheck(len(records))
 

@@ -49,13 +49,13 @@ def _check_json(value: Json, where: str = "payload") -> None:
     if isinstance(value, float):
         raise TypeError(f"{where}: floats are not allowed in audit records (use cents)")
     if isinstance(value, dict):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise TypeError(f"{where}: keys must be strings, got {k!r}")
-            _check_json(v, f"{where}.{k}")
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{where}: keys must be strings, got {key!r}")
+            _check_json(item, f"{where}.{key}")
     elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _check_json(v, f"{where}[{i}]")
+        for index, item in enumerate(value):
+            _check_json(item, f"{where}[{index}]")
     elif value is not None and not isinstance(value, bool | int | str):
         raise TypeError(f"{where}: {type(value).__name__} is not JSON")
 
@@ -167,16 +167,26 @@ class ChainCheck:
 def verify_chain(records: Sequence[AuditRecord]) -> ChainCheck:
     """Check seq numbers, links, hashes and time order; report the first broken link."""
     prev, last_time = GENESIS, ""
-    for i, rec in enumerate(records):
-        n = i + 1
-        if rec.seq != n:
-            return ChainCheck(i, n, f"seq is {rec.seq}, expected {n} (record missing or moved)")
+    for index, rec in enumerate(records):
+        expected_seq = index + 1
+        if rec.seq != expected_seq:
+            return ChainCheck(
+                index,
+                expected_seq,
+                f"seq is {rec.seq}, expected {expected_seq} (record missing or moved)",
+            )
         if rec.prev_hash != prev:
-            return ChainCheck(i, n, "prev_hash does not match the previous record's hash")
+            return ChainCheck(
+                index, expected_seq, "prev_hash does not match the previous record's hash"
+            )
         if record_hash(rec.body()) != rec.hash:
-            return ChainCheck(i, n, "hash does not match the record's content (modified)")
+            return ChainCheck(
+                index, expected_seq, "hash does not match the record's content (modified)"
+            )
         if rec.time < last_time:
-            return ChainCheck(i, n, f"time {rec.time} is before the previous record's")
+            return ChainCheck(
+                index, expected_seq, f"time {rec.time} is before the previous record's"
+            )
         prev, last_time = rec.hash, rec.time
     return ChainCheck(len(records))
 
@@ -190,14 +200,14 @@ def from_jsonl(text: str) -> list[AuditRecord]:
     out: list[AuditRecord] = []
     # records end with "\n" only: `splitlines` would also cut a record inside a string at
     # U+2028, U+2029 or U+0085, which canonical JSON keeps unescaped (a note, a name)
-    for n, line in enumerate(text.split("\n"), 1):
+    for line_no, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
-            out.append(AuditRecord(**{name: d[name] for name in (*_BODY, "hash")}))
+            fields = json.loads(line)
+            out.append(AuditRecord(**{name: fields[name] for name in (*_BODY, "hash")}))
         except (ValueError, KeyError, TypeError) as exc:
-            raise AuditFormatError(f"audit export line {n}: {exc!r}") from exc
+            raise AuditFormatError(f"audit export line {line_no}: {exc!r}") from exc
     return out
 
 

@@ -97,9 +97,13 @@ class AuditStore:
                     last = from_jsonl(raw)[0] if raw else None
                     _not_older(entries, last)
                     out: list[AuditRecord] = []
-                    for e in entries:
+                    for entry in entries:
                         last = next_record(
-                            last, at=e.at, actor=e.actor, kind=e.kind, payload=e.payload
+                            last,
+                            at=entry.at,
+                            actor=entry.actor,
+                            kind=entry.kind,
+                            payload=entry.payload,
                         )
                         out.append(last)
                     pipe.multi()  # type: ignore[no-untyped-call]

@@ -66,17 +66,17 @@ async def settings_clock(settings: Settings, redis: aioredis.Redis) -> Clock:
 
 def describe(clock: SharedClock, settings: Settings) -> str:
     """What `bonusd clock show` prints."""
-    s: ClockState = clock.state
+    state: ClockState = clock.state
     now = clock.now()
-    wall = instant_of(s.origin_wall * 1000.0)
+    wall = instant_of(state.origin_wall * 1000.0)
     return "\n".join(
         [
             f"clock    {clock.key}",
             f"now      {now.isoformat(timespec='seconds')}"
             f"  ({now.astimezone(settings.zone).isoformat(timespec='seconds')} local)",
-            f"state    {'paused' if s.paused else 'running'} at x{s.speed:g}",
-            f"version  {s.version} (epoch {s.epoch})",
-            f"changed  by {s.changed_by or '?'} at {wall.isoformat(timespec='seconds')} (wall)",
+            f"state    {'paused' if state.paused else 'running'} at x{state.speed:g}",
+            f"version  {state.version} (epoch {state.epoch})",
+            f"changed  by {state.changed_by or '?'} at {wall.isoformat(timespec='seconds')} (wall)",
         ]
     )
 
@@ -90,15 +90,15 @@ def add_clock_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
         cfg = settings()
 
         async def main() -> str:
-            r = redis_client(cfg)
+            redis = redis_client(cfg)
             try:
-                clock = SharedClock(r, prefix_of(cfg), changed_by="cli")
+                clock = SharedClock(redis, prefix_of(cfg), changed_by="cli")
                 await clock.open_existing()
                 if change is not None:
                     await change(clock)
                 return describe(clock, cfg)
             finally:
-                await r.aclose()
+                await redis.aclose()
 
         typer.echo(safe_lines(asyncio.run(main())))  # 'changed by' is from Redis
 

@@ -53,36 +53,36 @@ def floor_name(payload: Mapping[str, object]) -> str:
 
 async def live_floors(settings: Settings, records: list[AuditRecord]) -> Floors:
     """Every archived RAPS floor snapshot the site's POOL records name."""
-    r = redis_client(settings)
+    redis = redis_client(settings)
     keys = Keys(settings.key_prefix, settings.site)
     try:
         out: Floors = {}
         for rec in _floor_records(records):
-            p = rec.payload
-            raw = await r.hget(keys.raps_floor(p["draw_id"]), str(p["round"]))
+            payload = rec.payload
+            raw = await redis.hget(keys.raps_floor(payload["draw_id"]), str(payload["round"]))
             if raw is not None:
-                out[floor_name(p)] = cast(str, raw).encode()
+                out[floor_name(payload)] = cast(str, raw).encode()
         return out
     finally:
-        await r.aclose()
+        await redis.aclose()
 
 
 async def live(settings: Settings) -> tuple[list[AuditRecord], dict[str, Pool]]:
     """The site's audit records and every archived pool file they name."""
-    r = redis_client(settings)
+    redis = redis_client(settings)
     keys = Keys(settings.key_prefix, settings.site)
     try:
-        records = await AuditStore(r, keys).records()
+        records = await AuditStore(redis, keys).records()
         pools: dict[str, Pool] = {}
         for rec in records:
             if rec.kind == Kind.POOL:
                 commitment = rec.payload["pool_commitment"]
-                raw = await r.get(keys.poolfile(commitment))
+                raw = await redis.get(keys.poolfile(commitment))
                 if raw is not None:
                     pools[commitment] = parse_pool(cast(str, raw).encode())
         return records, pools
     finally:
-        await r.aclose()
+        await redis.aclose()
 
 
 def offline_floors(pools_dir: Path | None) -> Floors:
@@ -137,13 +137,13 @@ def check_floors(
     ("... ok"), or where it differs ("... FAILED: ...")."""
     lines = []
     for rec in _floor_records(records, draw_id):
-        p = rec.payload
-        session = promotion.jackpot_session(str(p["draw_id"]).split(".")[1])
+        payload = rec.payload
+        session = promotion.jackpot_session(str(payload["draw_id"]).split(".")[1])
         rules = rules_of(promotion, session)
-        pool = pools.get(p["pool_commitment"])
-        wrong = check_floor(p, floors.get(floor_name(p)), pool, rules)
+        pool = pools.get(payload["pool_commitment"])
+        wrong = check_floor(payload, floors.get(floor_name(payload)), pool, rules)
         verdict = "ok: the pool is its eligible players" if wrong is None else f"FAILED: {wrong}"
-        lines.append(f"jackpot {draw_id} attempt {p['round']} floor snapshot: {verdict}")
+        lines.append(f"jackpot {draw_id} attempt {payload['round']} floor snapshot: {verdict}")
     return lines
 
 

@@ -69,12 +69,14 @@ def add_floor_commands(
                     gaming_day = calendar.gaming_day(now)
                 with Progress(transient=True) as bar:
                     task = bar.add_task("reindexing the floor", total=None)
-                    n = await floor.reindex_floor(
+                    reindexed = await floor.reindex_floor(
                         gaming_day, progress=lambda k: bar.advance(task, k)
                     )
-                return n, gaming_day.isoformat()
+                return reindexed, gaming_day.isoformat()
             finally:
                 await floor.redis.aclose()
 
-        n, when = asyncio.run(run())
-        typer.echo(f"floor of site {conf.site} reindexed: {n} card(s) on the floor ({when})")
+        reindexed, when = asyncio.run(run())
+        typer.echo(
+            f"floor of site {conf.site} reindexed: {reindexed} card(s) on the floor ({when})"
+        )

@@ -60,15 +60,15 @@ def _settings() -> Settings:
 
 
 def _store(settings: Settings) -> tuple[aioredis.Redis, FloorStore]:
-    r = redis_client(settings)
+    redis = redis_client(settings)
     store = FloorStore(
-        r,
+        redis,
         Keys(settings.key_prefix, settings.site),
         dedup_ttl_s=settings.dedup_window_s,
         deadletter_maxlen=settings.deadletter_maxlen,
         deadletter_payload_bytes=settings.deadletter_payload_bytes,
     )
-    return r, store
+    return redis, store
 
 
 @app.command()
@@ -117,11 +117,11 @@ def import_members(file: Annotated[Path, typer.Argument(exists=True, dir_okay=Fa
     records = check_with_progress(Member, file)
 
     async def write() -> int:
-        r, store = _store(settings)
+        redis, store = _store(settings)
         try:
             return await import_with_progress(store, records)
         finally:
-            await r.aclose()
+            await redis.aclose()
 
     typer.echo(f"imported {asyncio.run(write())} member(s) into site {settings.site}")
 
@@ -133,11 +133,11 @@ def import_devices(file: Annotated[Path, typer.Argument(exists=True, dir_okay=Fa
     records = check_with_progress(Device, file).records()
 
     async def write() -> int:
-        r, store = _store(settings)
+        redis, store = _store(settings)
         try:
             return await store.import_devices(records)
         finally:
-            await r.aclose()
+            await redis.aclose()
 
     typer.echo(f"imported {asyncio.run(write())} device(s) into site {settings.site}")
 
@@ -151,11 +151,11 @@ def deadletters(
     settings = _settings()
 
     async def read() -> tuple[list[dict[str, str]], dict[str, int]]:
-        r, store = _store(settings)
+        redis, store = _store(settings)
         try:
             return await store.deadletters(count), await store.stats()
         finally:
-            await r.aclose()
+            await redis.aclose()
 
     rows, stats = asyncio.run(read())
     if as_json:
@@ -187,9 +187,9 @@ def schemas(
 
 
 async def _token_store(settings: Settings) -> tuple[aioredis.Redis, TokenStore, Clock]:
-    r = redis_client(settings)
-    clock = await settings_clock(settings, r)  # tokens expire on the daemon's clock
-    return r, TokenStore(r, Keys(settings.key_prefix, settings.site)), clock
+    redis = redis_client(settings)
+    clock = await settings_clock(settings, redis)  # tokens expire on the daemon's clock
+    return redis, TokenStore(redis, Keys(settings.key_prefix, settings.site)), clock
 
 
 @tokens_app.command("issue")
@@ -204,21 +204,22 @@ def tokens_issue(
     settings = _settings()
 
     async def issue() -> IssuedToken:
-        r, store, clock = await _token_store(settings)
+        redis, store, clock = await _token_store(settings)
         try:
             return await store.issue(
                 role=role, name=name, area=area, now=clock.now(), valid_for=dt.timedelta(days=days)
             )
         finally:
-            await r.aclose()
+            await redis.aclose()
 
     issued = asyncio.run(issue())
     if quiet:
         typer.echo(issued.token)
         return
-    p = issued.principal
+    principal = issued.principal
     typer.echo(
-        f"token {p.token_id}: role {p.role}, {safe(repr(p.name))}, expires {p.expires.isoformat()}"
+        f"token {principal.token_id}: role {principal.role}, {safe(repr(principal.name))}, "
+        f"expires {principal.expires.isoformat()}"
     )
     typer.echo(issued.token)
 
@@ -229,11 +230,11 @@ def tokens_list() -> None:
     settings = _settings()
 
     async def read() -> list[dict[str, str]]:
-        r, store, _ = await _token_store(settings)
+        redis, store, _ = await _token_store(settings)
         try:
             return await store.list()
         finally:
-            await r.aclose()
+            await redis.aclose()
 
     table = Table(title=f"tokens of site {settings.site}")
     for col in ("id", "role", "name", "area", "issued", "expires", "revoked"):
@@ -256,22 +257,22 @@ def tokens_revoke(
     settings = _settings()
 
     async def revoke() -> None:
-        r, store, clock = await _token_store(settings)
+        redis, store, clock = await _token_store(settings)
         try:
             await store.revoke(token_id, clock.now())
         finally:
-            await r.aclose()
+            await redis.aclose()
 
     asyncio.run(revoke())
     typer.echo(f"revoked token {token_id}")
 
 
 async def _audit_records(settings: Settings) -> list[AuditRecord]:
-    r = redis_client(settings)
+    redis = redis_client(settings)
     try:
-        return await AuditStore(r, Keys(settings.key_prefix, settings.site)).records()
+        return await AuditStore(redis, Keys(settings.key_prefix, settings.site)).records()
     finally:
-        await r.aclose()
+        await redis.aclose()
 
 
 @audit_app.command("verify")

@@ -149,6 +149,6 @@ async def sleep_until_or_stop(clock: Clock, instant: dt.datetime, *stops: asynci
         await asyncio.wait([sleeper, *stoppers], return_when=asyncio.FIRST_COMPLETED)
     finally:
         sleeper.cancel()
-        for s in stoppers:
-            s.cancel()
+        for stopper in stoppers:
+            stopper.cancel()
     return any(s.is_set() for s in stops)

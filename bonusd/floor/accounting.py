@@ -62,16 +62,16 @@ class PromotionBook:
     def __init__(self, promotions: Sequence[Promotion]) -> None:
         self.promotions = tuple(promotions)
         indexed = []
-        for p in self.promotions:
+        for promotion in self.promotions:
             windows = tuple(
                 _Window(_ms(w.opens), _ms(w.closes), frozenset(str(s) for s in w.sides), w.factor)
-                for w in multiplier_windows(p)
+                for w in multiplier_windows(promotion)
             )
             draws = []
-            for draw in p.draw_list:
-                w = earning_window(p, draw)
-                draws.append((draw.id, _ms(w.opens), _ms(w.closes)))
-            indexed.append(_Indexed(p.id, windows, tuple(draws)))
+            for draw in promotion.draw_list:
+                window = earning_window(promotion, draw)
+                draws.append((draw.id, _ms(window.opens), _ms(window.closes)))
+            indexed.append(_Indexed(promotion.id, windows, tuple(draws)))
         self._indexed = tuple(indexed)
         spans = [(o, c) for i in indexed for _, o, c in i.draws]
         self.first_ms = min((o for o, _ in spans), default=0)
@@ -85,9 +85,9 @@ class PromotionBook:
         side = "slots" if event.kind == "egm" else "tables"
         for promo in self._indexed:
             gained = event.points
-            for w in promo.multipliers:
-                if w.opens_ms <= ts < w.closes_ms and side in w.sides:
-                    gained = multiplied(event.points, w.factor)
+            for window in promo.multipliers:
+                if window.opens_ms <= ts < window.closes_ms and side in window.sides:
+                    gained = multiplied(event.points, window.factor)
                     break
             for draw_id, opens_ms, closes_ms in promo.draws:
                 if not opens_ms <= ts < closes_ms:

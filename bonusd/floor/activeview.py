@@ -18,8 +18,8 @@ _FIELDS = 8  # card, kind, device, seat, area, since, last_play, last_seen
 
 
 def _when(ms: str | None) -> str | None:
-    n = int(ms or 0)
-    return dt.datetime.fromtimestamp(n / 1000, dt.UTC).isoformat() if n else None
+    epoch_ms = int(ms or 0)
+    return dt.datetime.fromtimestamp(epoch_ms / 1000, dt.UTC).isoformat() if epoch_ms else None
 
 
 @dataclass(frozen=True)
@@ -69,16 +69,18 @@ class ActiveFloor:
         )
         rows: list[dict[str, Any]] = []
         for at in range(1, len(reply), _FIELDS):
-            card, k, device, seat, a, since, last_play, last_seen = reply[at : at + _FIELDS]
-            if k is None:  # the session ended between the set and the hash read
+            card, row_kind, device, seat, row_area, since, last_play, last_seen = reply[
+                at : at + _FIELDS
+            ]
+            if row_kind is None:  # the session ended between the set and the hash read
                 continue
             rows.append(
                 {
                     "card": card,
-                    "kind": k,
+                    "kind": row_kind,
                     "device": device or "",
                     "seat": int(seat) if seat else None,
-                    "area": a or "",
+                    "area": row_area or "",
                     "since": _when(since),
                     "last_play": _when(last_play),
                     "last_seen": _when(last_seen),

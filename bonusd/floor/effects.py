@@ -33,23 +33,23 @@ class Effects:
     sessions: list[list[str]] = field(default_factory=list)
     cards: set[str] = field(default_factory=set)
 
-    def incr(self, key: str, name: str, n: int) -> None:
-        if n:
-            k = (key, name)
-            self.increments[k] = self.increments.get(k, 0) + n
+    def incr(self, key: str, name: str, amount: int) -> None:
+        if amount:
+            slot = (key, name)
+            self.increments[slot] = self.increments.get(slot, 0) + amount
 
     def put(self, key: str, name: str, value: str) -> None:
         self.values[(key, name)] = value
 
     def maximum(self, key: str, name: str, value: int) -> None:
-        k = (key, name)
-        if k not in self.maxima or value > self.maxima[k]:
-            self.maxima[k] = value
+        slot = (key, name)
+        if slot not in self.maxima or value > self.maxima[slot]:
+            self.maxima[slot] = value
 
-    def score(self, key: str, member: str, n: int) -> None:
-        if n:
-            k = (key, member)
-            self.scores[k] = self.scores.get(k, 0) + n
+    def score(self, key: str, member: str, amount: int) -> None:
+        if amount:
+            slot = (key, member)
+            self.scores[slot] = self.scores.get(slot, 0) + amount
 
     def add(self, key: str, member: str) -> None:
         self.members.add((key, member))

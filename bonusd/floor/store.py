@@ -105,15 +105,15 @@ class FloorStore:
         ]
         fresh: list[FloorEvent] = []
         seen: set[str] = set()
-        for e in events:  # the same id twice in one batch: the second is a duplicate
-            if e.id not in seen:
-                seen.add(e.id)
-                fresh.append(e)
+        for event in events:  # the same id twice in one batch: the second is a duplicate
+            if event.id not in seen:
+                seen.add(event.id)
+                fresh.append(event)
         while True:
             fx = Effects()
-            for e in fresh:
-                describe(e, fx)
-                self.book.describe(e, fx)
+            for event in fresh:
+                describe(event, fx)
+                self.book.describe(event, fx)
             ids = [[e.id, str(dedup_bucket(e))] for e in fresh]
             args: list[str | bytes] = [
                 self.keys.base,
@@ -158,13 +158,13 @@ class FloorStore:
         for start in range(0, len(members), batch_size):
             part = members[start : start + batch_size]
             async with self.redis.pipeline(transaction=True) as pipe:
-                for m in part:
-                    key = self.keys.member(m.card)
+                for member in part:
+                    key = self.keys.member(member.card)
                     pipe.delete(key)
-                    pipe.hset(key, mapping=cast(Mapping[Any, Any], m.to_redis()))
-                    pipe.hset(self.keys.member_index, m.card, m.to_index())
-                    pipe.sadd(self.keys.members, m.card)
-                    pipe.srem(self.keys.unregistered, m.card)
+                    pipe.hset(key, mapping=cast(Mapping[Any, Any], member.to_redis()))
+                    pipe.hset(self.keys.member_index, member.card, member.to_index())
+                    pipe.sadd(self.keys.members, member.card)
+                    pipe.srem(self.keys.unregistered, member.card)
                 rows = [self.keys.floor_row, self.keys.member_index]
                 # EVAL, not the Script's EVALSHA: Redis Cluster pipelines refuse EVALSHA
                 cards = [m.card for m in part]
@@ -202,9 +202,12 @@ class FloorStore:
 
     async def import_devices(self, devices: list[Device]) -> int:
         async with self.redis.pipeline(transaction=True) as pipe:
-            for d in devices:
-                pipe.hset(self.keys.device(d.device), mapping=cast(Mapping[Any, Any], d.to_redis()))
-                pipe.sadd(self.keys.devices, d.device)
+            for device in devices:
+                pipe.hset(
+                    self.keys.device(device.device),
+                    mapping=cast(Mapping[Any, Any], device.to_redis()),
+                )
+                pipe.sadd(self.keys.devices, device.device)
             await pipe.execute()
         return len(devices)
 
@@ -231,8 +234,8 @@ class FloorStore:
         index = cast(set[str], await self.redis.smembers(self.keys.active_index))
         wanted = []
         for rel in sorted(index):
-            _, k, a = rel.split(":", 2)
-            if (kind is None or k == kind) and (area is None or a == area):
+            _, set_kind, set_area = rel.split(":", 2)
+            if (kind is None or set_kind == kind) and (area is None or set_area == area):
                 wanted.append(self.keys.absolute(rel))
         cards: list[str] = []
         for key in wanted:

@@ -289,8 +289,8 @@ class Leadership:
                     logger.warning("leader lease renewal failed (%r); retrying", exc)
                     wait_s = min(self.renew_s, max(left / 2, 0.05))
         finally:
-            for w in waits:
-                w.cancel()
+            for waiter in waits:
+                waiter.cancel()
 
     async def _stop_tasks(self, task: asyncio.Task[None], why: str) -> None:
         """Ask the leader tasks to stop; cancel them if they would outlive the lease."""

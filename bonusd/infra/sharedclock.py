@@ -268,10 +268,10 @@ class SharedClock:
         new_speed = None if speed is None else check_speed(speed)
         target = None if start is None else ms_of(start)
 
-        def step(s: ClockState, wall: float) -> ClockState:
+        def step(state: ClockState, wall: float) -> ClockState:
             jump = 0
             if target is not None:
-                now = math.floor(s.sim_ms(wall))
+                now = math.floor(state.sim_ms(wall))
                 if target < now:
                     raise ClockError(
                         f"the shared clock only moves forward: cannot set it to "
@@ -279,7 +279,7 @@ class SharedClock:
                         f"{instant_of(now).isoformat()}"
                     )
                 jump = target - now
-            return s.changed(wall, self._by, jump_ms=jump, speed=new_speed)
+            return state.changed(wall, self._by, jump_ms=jump, speed=new_speed)
 
         return await self._change("set", step)
 

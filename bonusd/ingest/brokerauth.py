@@ -60,9 +60,9 @@ def acl_text(prefix: str, site: str, accounts: Sequence[Account]) -> str:
         "",
         "# bonusd: reads the whole floor and nothing else.",
     ]
-    for a in accounts:
-        if a.role == "service":
-            lines += [f"user {a.username}", f"topic read {floor}", ""]
+    for account in accounts:
+        if account.role == "service":
+            lines += [f"user {account.username}", f"topic read {floor}", ""]
     if any(a.role == "simulator" for a in accounts):
         lines += [
             "# The simulator and load tests: publish for any device (test floors only).",
@@ -93,18 +93,18 @@ def plan_accounts(
     if simulator:
         wanted.append((SIMULATOR, "simulator"))
     reserved = {name for name, _ in wanted} | {SIMULATOR}
-    for d in devices:
-        if d.device in reserved or d.device.startswith(f"{SERVICE}-"):
+    for device in devices:
+        if device.device in reserved or device.device.startswith(f"{SERVICE}-"):
             raise ConfigError(
-                f"device id {d.device!r} is reserved for bonusd's own broker accounts; "
+                f"device id {device.device!r} is reserved for bonusd's own broker accounts; "
                 "rename the device in the registry"
             )
-        if ":" in d.device:
+        if ":" in device.device:
             raise ConfigError(
-                f"device id {d.device!r} holds ':', which a Mosquitto password file cannot "
+                f"device id {device.device!r} holds ':', which a Mosquitto password file cannot "
                 "store as a username; rename the device in the registry"
             )
-        wanted.append((d.device, "device"))
+        wanted.append((device.device, "device"))
     accounts = []
     for name, role in wanted:
         old = existing.get(name)
@@ -117,8 +117,8 @@ def plan_accounts(
 def read_credentials(path: Path) -> dict[str, Account]:
     if not path.exists():
         return {}
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    with path.open(newline="", encoding="utf-8") as csv_file:
+        rows = list(csv.DictReader(csv_file))
     return {r["username"]: Account(r["username"], r["password"], r["role"]) for r in rows}
 
 
@@ -126,8 +126,8 @@ def _private(path: Path, text: str) -> None:
     """Write `text` to `path`, readable by its owner only, replacing it atomically."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:

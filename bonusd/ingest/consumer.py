@@ -359,20 +359,22 @@ class Ingest:
                 self._metrics.connected.labels("redis").set(1)
                 if backoff.attempt:
                     logger.warning("Redis is back; ingest resumes")
-            for d in dead:
-                self._metrics.dead_letters.labels(d.reason.value).inc()
-                logger.debug("dead letter %s on %s: %s", d.reason.value, d.topic, d.detail)
+            for letter in dead:
+                self._metrics.dead_letters.labels(letter.reason.value).inc()
+                logger.debug(
+                    "dead letter %s on %s: %s", letter.reason.value, letter.topic, letter.detail
+                )
             return result
 
     def _after_commit(self, batch: list[Received], result: BatchResult) -> None:
         done = time.monotonic()
         self.committed += len(batch)
-        m = self._metrics
-        m.events_applied.inc(result.applied)
-        m.duplicates.inc(result.duplicates)
-        m.batch_size.observe(len(batch))
+        metrics = self._metrics
+        metrics.events_applied.inc(result.applied)
+        metrics.duplicates.inc(result.duplicates)
+        metrics.batch_size.observe(len(batch))
         for msg in batch:
-            m.ingest_latency.observe(done - msg.arrived_mono)
+            metrics.ingest_latency.observe(done - msg.arrived_mono)
         self._health.last_commit_mono = done
         self._health.pending = len(self._inbox)
         self._health.oldest_pending_mono = self._inbox.oldest_mono

@@ -74,9 +74,9 @@ class Inbox:
         self._qos0 += qos == 0
         return True
 
-    def take(self, n: int) -> list[Received]:
-        """The oldest `n` messages (or all), out of the inbox."""
-        out = [self._queue.popleft() for _ in range(min(n, len(self._queue)))]
+    def take(self, count: int) -> list[Received]:
+        """The oldest `count` messages (or all), out of the inbox."""
+        out = [self._queue.popleft() for _ in range(min(count, len(self._queue)))]
         self._qos0 -= sum(1 for m in out if m.qos == 0)
         return out
 

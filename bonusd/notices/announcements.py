@@ -152,8 +152,8 @@ def _words(event: WinnerEvent, occasion: Occasion, name: str) -> str | None:
     seconds, place = occasion.claim_seconds, occasion.place
     by = local_time(called_by(event, occasion), occasion.zone)
     title = f"the {occasion.promotion} {occasion.name}"
-    m = event.moment
-    if m is Moment.DRAWN:
+    moment = event.moment
+    if moment is Moment.DRAWN:
         where = "" if event.tombola in ("", "pooled") else f"{event.tombola} tombola, "
         which = "a redraw: the new winner" if event.redraw else "the winner"
         return (
@@ -161,33 +161,33 @@ def _words(event: WinnerEvent, occasion: Occasion, name: str) -> str | None:
             f"{first}, please come to {place} with your ID and your ticket receipt within "
             f"{seconds} seconds, by {by}. A registered proxy may present on your behalf."
         )
-    if m is Moment.PRESENTED:
+    if moment is Moment.PRESENTED:
         proxy = " by a registered proxy" if event.proxy else ""
         return f"{who} has presented{proxy} at {place}. Thank you!"
-    if m is Moment.VERIFIED:
+    if moment is Moment.VERIFIED:
         return f"{who} is verified. {first}, please pick your reveal."
-    if m is Moment.PRIZE:
+    if moment is Moment.PRIZE:
         return f"Congratulations to {who}, who wins {prize_words(event)} in {title}!"
-    if m is Moment.NO_SHOW:
+    if moment is Moment.NO_SHOW:
         return (
             f"{who} did not present within {seconds} seconds. We draw again from the same tickets."
         )
-    if m is Moment.CALLED:
+    if moment is Moment.CALLED:
         return (
             f"Ladies and gentlemen, {title}: {who}, selected{_at_device(event)}, please "
             f"present yourself at {place} within {seconds} seconds, by {by}, "
             "or the jackpot will be reselected."
         )
-    if m is Moment.WON:
+    if moment is Moment.WON:
         return f"Congratulations to {who}, winner of {title}!"
-    if m is Moment.DECLINED_REGISTER:
+    if moment is Moment.DECLINED_REGISTER:
         return (
             f"{who} signed the decline register before the session: "
             f"the prize of {title} stands and is theirs."
         )
-    if m is Moment.RESELECTED and event.after_not_owner:
+    if moment is Moment.RESELECTED and event.after_not_owner:
         return f"The card selected for {title} was not the player's. The jackpot is reselected."
-    if m is Moment.RESELECTED:
+    if moment is Moment.RESELECTED:
         return (
             f"{who} did not present within {seconds} seconds. "
             f"The {occasion.promotion} {occasion.name} is reselected from the same pool."

@@ -75,7 +75,7 @@ dd { margin: 0; }
 
 def letter_page(facts: LetterFacts, *, paper: Paper = "A5") -> str:
     """The letter as one HTML page, laid out for `paper` (A5 or A4, portrait)."""
-    e = html.escape
+    escape = html.escape
     zone = facts.zone
     issued = facts.issued_at.astimezone(zone)
     last_day = local_date(facts.expires_at - dt.timedelta(seconds=1), zone)
@@ -84,26 +84,26 @@ def letter_page(facts: LetterFacts, *, paper: Paper = "A5") -> str:
     void = _VOID.get(facts.state)
     style = _STYLE % {"paper": paper, "width": "124mm" if paper == "A5" else "170mm"}
     rows = [
-        ("Winner", e(facts.winner_name) or "(name not on file)"),
-        ("Card", e(mask_card(facts.card))),
-        ("Prize", f'<span class="prize">{e(prize)}</span>'),
-        ("Draw", f"{e(facts.draw)}, claim {facts.claim}"),
-        ("Issued", e(f"{local_date(issued, zone)} at {issued:%H:%M}")),
-        ("Valid until", e(f"{last_day} (end of day)")),
+        ("Winner", escape(facts.winner_name) or "(name not on file)"),
+        ("Card", escape(mask_card(facts.card))),
+        ("Prize", f'<span class="prize">{escape(prize)}</span>'),
+        ("Draw", f"{escape(facts.draw)}, claim {facts.claim}"),
+        ("Issued", escape(f"{local_date(issued, zone)} at {issued:%H:%M}")),
+        ("Valid until", escape(f"{last_day} (end of day)")),
     ]
     fields = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>Prize letter {e(facts.number)}</title><style>{style}</style></head><body>"
+        f"<title>Prize letter {escape(facts.number)}</title><style>{style}</style></head><body>"
         '<div class="tools"><button id="print" type="button">Print</button></div><main>'
-        + (f'<div class="void">{e(void)}</div>' if void else "")
-        + f'<header><div class="casino">{e(facts.casino)}</div>'
-        f"<div>{e(facts.promotion)}</div><h1>PRIZE LETTER</h1>"
-        f'<div class="number">No. {e(facts.number)}</div></header>'
+        + (f'<div class="void">{escape(void)}</div>' if void else "")
+        + f'<header><div class="casino">{escape(facts.casino)}</div>'
+        f"<div>{escape(facts.promotion)}</div><h1>PRIZE LETTER</h1>"
+        f'<div class="number">No. {escape(facts.number)}</div></header>'
         f"<dl>{fields}</dl>"
         '<p class="terms">Redeemable for the prize above at the Cash Desk by the winner named '
         "here in person, on presentation of this letter and the winner's identity document, "
-        f"until the end of {e(last_day)}; after that it lapses. A proxy may not receive "
+        f"until the end of {escape(last_day)}; after that it lapses. A proxy may not receive "
         "the prize. Prizes are not transferable and cannot be exchanged.</p>"
         '<div class="signatures"><div>Issued by (Tsogo Rewards Desk)</div>'
         "<div>Winner's signature</div><div>Paid by (Cash Desk), date</div></div>"

@@ -167,8 +167,8 @@ class SmsNotifier:
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for w in waits:
-                w.cancel()
+            for waiter in waits:
+                waiter.cancel()
             if name == "send":
                 self._wake.clear()
 
@@ -213,10 +213,10 @@ class SmsNotifier:
         if added is None:  # another daemon read these first; its reader saw what ours missed
             self._reader = EventReader()
             return 1
-        for e in entries:
-            if e.id in added:
-                self.metrics.sms.labels(str(e.status)).inc()
-                self.queued += e.status is Status.QUEUED
+        for entry in entries:
+            if entry.id in added:
+                self.metrics.sms.labels(str(entry.status)).inc()
+                self.queued += entry.status is Status.QUEUED
         if added:
             self.poke()
         return len(rows)

@@ -88,11 +88,11 @@ class OutboxEntry:
 
     @classmethod
     def from_json(cls, raw: str) -> OutboxEntry:
-        d = json.loads(raw)
+        fields = json.loads(raw)
         for name in ("created_at", "expires_at", "next_attempt_at", "sent_at"):
-            d[name] = dt.datetime.fromisoformat(d[name]) if d.get(name) else None
-        d["status"] = Status(d["status"])
-        return cls(**d)
+            fields[name] = dt.datetime.fromisoformat(fields[name]) if fields.get(name) else None
+        fields["status"] = Status(fields["status"])
+        return cls(**fields)
 
 
 def epoch_ms(at: dt.datetime) -> int:
@@ -132,9 +132,9 @@ class Outbox:
         """Write the entries not there yet and move the cursor, atomically; the ids
         written, or None (nothing written) when the cursor is no longer at `read_from`."""
         args: list[str] = [str(read_from), str(moved_to)]
-        for e in entries:
-            score = str(epoch_ms(e.created_at)) if e.status is Status.QUEUED else ""
-            args += [e.id, e.to_json(), score]
+        for entry in entries:
+            score = str(epoch_ms(entry.created_at)) if entry.status is Status.QUEUED else ""
+            args += [entry.id, entry.to_json(), score]
         keys = [self.cursor, self.outbox, self.due]
         added = await self._enqueue(keys=keys, args=args)
         return None if added is None else set(cast(list[str], added))

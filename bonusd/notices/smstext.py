@@ -53,8 +53,8 @@ def sms_notice(event: WinnerEvent, occasion: Occasion) -> SmsNotice | None:
     card = f"card {mask_card(event.card)}"
     seconds, place, name = occasion.claim_seconds, occasion.place, occasion.name
     collect_by = event.at + dt.timedelta(days=occasion.collect_days)
-    m = event.moment
-    if m is Moment.DRAWN:
+    moment = event.moment
+    if moment is Moment.DRAWN:
         by = called_by(event, occasion)
         again = " in a redraw" if event.redraw else ""
         text = (
@@ -63,14 +63,14 @@ def sms_notice(event: WinnerEvent, occasion: Occasion) -> SmsNotice | None:
             "seconds from the announcement). A registered proxy may present for you."
         )
         return SmsNotice(text, by)
-    if m is Moment.SELECTED:
+    if moment is Moment.SELECTED:
         text = (
             f"{head} {card} has been selected for the {name}"
             f"{f' at {event.device}' if event.device else ''}! "
             "Stay where you are playing: a promotions host is on the way to you."
         )
         return SmsNotice(text, event.at + dt.timedelta(seconds=seconds))
-    if m is Moment.CALLED:
+    if moment is Moment.CALLED:
         by = called_by(event, occasion)
         text = (
             f"{head} {card} was selected for the {name} but was not at "
@@ -79,13 +79,13 @@ def sms_notice(event: WinnerEvent, occasion: Occasion) -> SmsNotice | None:
             "seconds) to claim the prize."
         )
         return SmsNotice(text, by)
-    if m is Moment.DECLINED_REGISTER:
+    if moment is Moment.DECLINED_REGISTER:
         text = (
             f"{head} {card} won the {name}. You signed the decline register, so the prize "
             f"is yours: collect it at {PRIZE_DESK} by {_last_day(collect_by, occasion)}."
         )
         return SmsNotice(text, collect_by)
-    if m is Moment.LETTER:
+    if moment is Moment.LETTER:
         until = event.expires_at or collect_by
         text = (
             f"{head} prize letter {event.letter} for {card} ({prize_words(event)}) is issued. "

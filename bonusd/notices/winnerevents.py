@@ -107,14 +107,14 @@ class EventReader:
 
     def read(self, record: AuditRecord) -> WinnerEvent | None:
         """The winner event `record` is, or None (commitments, pools, seeds, ...)."""
-        p = record.payload
-        draw_id = p.get("draw_id")
+        payload = record.payload
+        draw_id = payload.get("draw_id")
         if not isinstance(draw_id, str):
             return None
         before = self._before.get(draw_id, "")
         self._before[draw_id] = record.kind
         if record.kind == Kind.PRIZES:
-            for label, cents in p.get("prizes", []):
+            for label, cents in payload.get("prizes", []):
                 self._values[(draw_id, label)] = cents
             return None
         if record.kind == Kind.LETTER:
@@ -122,50 +122,52 @@ class EventReader:
         if record.kind != Kind.CLAIM:
             return None
         raps = bool(JACKPOT_SUBJECT.match(draw_id.partition(".")[2]))
-        moment = (_RAPS_ACTIONS if raps else _DRAW_ACTIONS).get(p.get("action", ""))
+        moment = (_RAPS_ACTIONS if raps else _DRAW_ACTIONS).get(payload.get("action", ""))
         if moment is None:
             return None
-        d: Mapping[str, Any] = p.get("detail", {})
-        if raps and "device" in d:
-            self._places[(draw_id, p.get("claim", ""))] = d
-        where = self._places.get((draw_id, p.get("claim", "")), {}) if raps else d
-        prize = d.get("prize", "")
+        detail: Mapping[str, Any] = payload.get("detail", {})
+        if raps and "device" in detail:
+            self._places[(draw_id, payload.get("claim", ""))] = detail
+        where = self._places.get((draw_id, payload.get("claim", "")), {}) if raps else detail
+        prize = detail.get("prize", "")
         return WinnerEvent(
             seq=record.seq,
             at=parse_time(record.time),
             moment=moment,
             draw_id=draw_id,
-            claim=p.get("claim", ""),
-            card=p.get("card", ""),
+            claim=payload.get("claim", ""),
+            card=payload.get("card", ""),
             raps=raps,
-            redraw=p.get("action") == "created" and before == Kind.REDRAW,
-            tombola=d.get("tombola", ""),
-            round=int(d.get("round", 0) or 0),
-            deadline=parse_time(d["deadline"]) if "deadline" in d else None,
+            redraw=payload.get("action") == "created" and before == Kind.REDRAW,
+            tombola=detail.get("tombola", ""),
+            round=int(detail.get("round", 0) or 0),
+            deadline=parse_time(detail["deadline"]) if "deadline" in detail else None,
             device=where.get("device", ""),
             area=where.get("area", ""),
             bank=where.get("bank", ""),
             prize=prize,
             value_cents=self._values.get((draw_id, prize)) if prize else None,
-            letter=d.get("letter", ""),
-            proxy=d.get("presenter", "") if d.get("presenter", "winner") != "winner" else "",
-            after_not_owner=p.get("from") == "not_owner",
+            letter=detail.get("letter", ""),
+            proxy=detail.get("presenter", "")
+            if detail.get("presenter", "winner") != "winner"
+            else "",
+            after_not_owner=payload.get("from") == "not_owner",
         )
 
     def _letter(self, record: AuditRecord, draw_id: str) -> WinnerEvent:
-        p = record.payload
+        payload = record.payload
         return WinnerEvent(
             seq=record.seq,
             at=parse_time(record.time),
             moment=Moment.LETTER,
             draw_id=draw_id,
-            claim=p.get("claim", ""),
-            card=p.get("winner", ""),
+            claim=payload.get("claim", ""),
+            card=payload.get("winner", ""),
             raps=False,
-            prize=p.get("prize", ""),
-            value_cents=p.get("value_cents"),
-            letter=p.get("number", ""),
-            expires_at=parse_time(p["expires_at"]) if "expires_at" in p else None,
+            prize=payload.get("prize", ""),
+            value_cents=payload.get("value_cents"),
+            letter=payload.get("number", ""),
+            expires_at=parse_time(payload["expires_at"]) if "expires_at" in payload else None,
         )
 
 
@@ -191,7 +193,7 @@ def claim_event(
         )
     if moment is None:
         return None
-    d = move.detail
+    detail = move.detail
     won = claim.prize if isinstance(claim, DrawClaim) else None
     return WinnerEvent(
         seq=0,
@@ -209,8 +211,8 @@ def claim_event(
         bank=claim.bank if isinstance(claim, RapsClaim) else "",
         prize=won.label if won else "",
         value_cents=won.value_cents if won else None,
-        letter=d.get("letter", ""),
-        proxy=d.get("presenter", "") if d.get("presenter", "winner") != "winner" else "",
+        letter=detail.get("letter", ""),
+        proxy=detail.get("presenter", "") if detail.get("presenter", "winner") != "winner" else "",
         after_not_owner=move.before == "not_owner",
     )
 

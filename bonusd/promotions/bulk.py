@@ -42,26 +42,26 @@ class MemberArrays:
     @classmethod
     def from_index(cls, cards: Sequence[str], texts: Sequence[str | None]) -> MemberArrays:
         """From `Member.to_index` strings (None: not registered, treated as excluded)."""
-        n = len(cards)
-        tier = np.zeros(n, np.int64)
-        app = np.zeros(n, np.bool_)
-        excluded = np.zeros(n, np.bool_)
-        by = np.zeros(n, np.int64)
-        bmd = np.zeros(n, np.int64)
-        last = np.zeros(n, np.int64)
-        for i, text in enumerate(texts):
+        count = len(cards)
+        tier = np.zeros(count, np.int64)
+        app = np.zeros(count, np.bool_)
+        excluded = np.zeros(count, np.bool_)
+        by = np.zeros(count, np.int64)
+        bmd = np.zeros(count, np.int64)
+        last = np.zeros(count, np.int64)
+        for index, text in enumerate(texts):
             if text is None:
-                excluded[i] = True
+                excluded[index] = True
                 continue
-            t, a, x, dob, lv = text.split("|")
-            tier[i] = _TIER_CODE[t]
-            app[i] = a == "1"
-            excluded[i] = x == "1"
+            tier_code, app_flag, excluded_flag, dob, lv = text.split("|")
+            tier[index] = _TIER_CODE[tier_code]
+            app[index] = app_flag == "1"
+            excluded[index] = excluded_flag == "1"
             if dob:
-                by[i] = int(dob[:4])
-                bmd[i] = int(dob[5:7]) * 100 + int(dob[8:10])
+                by[index] = int(dob[:4])
+                bmd[index] = int(dob[5:7]) * 100 + int(dob[8:10])
             if lv:
-                last[i] = dt.date.fromisoformat(lv).toordinal()
+                last[index] = dt.date.fromisoformat(lv).toordinal()
         return cls(cards, tier, app, excluded, by, bmd, last)
 
     def take(self, cards: Sequence[str], rows: Ints, found: Bools) -> MemberArrays:
@@ -120,19 +120,19 @@ class BulkStandings:
 def needed_fields(draw: Draw) -> frozenset[str]:
     """The `StatArrays` columns `bulk_standings` reads for `draw` (the others may be zero):
     a recompute fetches only these. Kept beside the rules; the bulk test checks it."""
-    rule, t = draw.qualification, draw.tickets
+    rule, ticket_rule = draw.qualification, draw.tickets
     separate = draw.tombolas is TombolaMode.SEPARATE
     fields: set[str] = set()
     if rule.kind is QualificationKind.ACTIVES:
         fields.add("visits")
     for side in rule.sides if rule.kind is not QualificationKind.ACTIVES else ():
-        if rule.kind is QualificationKind.THRESHOLD or t.per_points:
+        if rule.kind is QualificationKind.THRESHOLD or ticket_rule.per_points:
             fields.add(f"{side.value}_points")
         if rule.kind is QualificationKind.PLAY_IN_WINDOW:
             fields.add(f"{side.value}_plays")
-        if separate and t.per_visit:
+        if separate and ticket_rule.per_visit:
             fields.add(f"{side.value}_visits")
-    if not separate and t.per_visit:
+    if not separate and ticket_rule.per_visit:
         fields.add("visits")
     return frozenset(fields)
 
@@ -166,28 +166,32 @@ def bulk_standings(
             else:
                 side_q[side] = stats.plays(side) > 0
         qualified = np.zeros(len(members.cards), np.bool_)
-        for q in side_q.values():
-            qualified |= q
+        for qualified_on_side in side_q.values():
+            qualified |= qualified_on_side
     qualified &= eligible
 
-    t = draw.tickets
+    ticket_rule = draw.tickets
     separate = draw.tombolas is TombolaMode.SEPARATE
     per: dict[Tombola, Ints] = {name: zeros.copy() for name in draw.tombola_names}
-    for side, q in side_q.items():
+    for side, qualified_on_side in side_q.items():
         tombola = Tombola(side.value) if separate else Tombola.POOLED
-        if t.per_points:
-            per[tombola] += np.where(q, stats.points(side) // t.per_points, 0)
-        if separate and t.per_visit:
-            per[tombola] += np.where(q, stats.side_visits(side) * t.per_visit, 0)
+        if ticket_rule.per_points:
+            per[tombola] += np.where(
+                qualified_on_side, stats.points(side) // ticket_rule.per_points, 0
+            )
+        if separate and ticket_rule.per_visit:
+            per[tombola] += np.where(
+                qualified_on_side, stats.side_visits(side) * ticket_rule.per_visit, 0
+            )
     if not separate:
         pooled = per[Tombola.POOLED]
-        if t.min_one_if_played:
+        if ticket_rule.min_one_if_played:
             pooled += np.where(pooled == 0, 1, 0)
-        if t.per_visit:
-            pooled += visits * t.per_visit
-        pooled += t.base
-        if t.app_bonus:
-            pooled += np.where(members.app_user, t.app_bonus, 0)
+        if ticket_rule.per_visit:
+            pooled += visits * ticket_rule.per_visit
+        pooled += ticket_rule.base
+        if ticket_rule.app_bonus:
+            pooled += np.where(members.app_user, ticket_rule.app_bonus, 0)
         caps = np.full(len(TIERS), np.iinfo(np.int64).max, np.int64)
         for tier, cap in draw.caps.items():
             caps[TIERS.index(tier)] = cap
@@ -205,21 +209,25 @@ def bulk_standings(
     )
 
 
-def _old_enough(promotion: Promotion, m: MemberArrays, day: dt.date) -> Bools:
-    known = m.birth_year > 0
-    under = (day.month * 100 + day.day) < m.birth_md
-    age = day.year - m.birth_year - under
+def _old_enough(promotion: Promotion, members: MemberArrays, day: dt.date) -> Bools:
+    known = members.birth_year > 0
+    under = (day.month * 100 + day.day) < members.birth_md
+    age = day.year - members.birth_year - under
     ok = age >= promotion.exclusions.minimum_age
     if promotion.exclusions.require_date_of_birth:
         return known & ok
     return ~known | ok
 
 
-def _credited_visits(promotion: Promotion, draw: Draw, m: MemberArrays, stats: StatArrays) -> Ints:
+def _credited_visits(
+    promotion: Promotion, draw: Draw, members: MemberArrays, stats: StatArrays
+) -> Ints:
     window = earning_window(promotion, draw)
     first, last = window.first_day.toordinal(), window.last_day.toordinal()
-    covered = (m.last_visit >= first) & (m.last_visit <= last) & (m.last_visit > 0)
+    covered = (
+        (members.last_visit >= first) & (members.last_visit <= last) & (members.last_visit > 0)
+    )
     if stats.telemetry_since is None:
         return np.where(covered, np.maximum(stats.visits, 1), stats.visits)
-    blind = m.last_visit < stats.telemetry_since.toordinal()
+    blind = members.last_visit < stats.telemetry_since.toordinal()
     return np.where(covered & blind, stats.visits + 1, stats.visits)

@@ -75,8 +75,8 @@ def _diff(before: Any, after: Any, at: list[str | int], out: list[Change]) -> No
         and len(before) == len(after)
         and any(isinstance(v, dict) for v in before)
     ):
-        for i, (old, new) in enumerate(zip(before, after, strict=True)):
-            _diff(old, new, [*at, i], out)
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            _diff(old, new, [*at, index], out)
         return
     if before != after:
         out.append(Change(path_of(at), before, after))

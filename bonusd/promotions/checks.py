@@ -44,32 +44,33 @@ def path_of(parts: Sequence[str | int]) -> str:
 def check_promotion(promotion: Promotion) -> list[Problem]:
     """Every cross-field problem of a promotion that passed the schema."""
     problems: list[Problem] = []
-    p = promotion
-    if p.end < p.start:
-        problems.append(("end", f"must be on or after start ({p.start}), got {p.end}"))
-    last_update = p.leaderboards.last_update
-    if last_update and not p.start <= last_update <= p.end:
-        problems.append(("leaderboards.last_update", _outside(p, last_update)))
-    problems += _check_multipliers(p)
+    if promotion.end < promotion.start:
+        problems.append(
+            ("end", f"must be on or after start ({promotion.start}), got {promotion.end}")
+        )
+    last_update = promotion.leaderboards.last_update
+    if last_update and not promotion.start <= last_update <= promotion.end:
+        problems.append(("leaderboards.last_update", _outside(promotion, last_update)))
+    problems += _check_multipliers(promotion)
     seen_ids: dict[str, str] = {}
-    for draw_id, entry in p.draws.items():
+    for draw_id, entry in promotion.draws.items():
         where = path_of(("draws", draw_id))
         seen_ids[draw_id] = where
-        problems += _check_draw_spec(p, entry, where)
-        problems += _check_dated(p, entry, where, [entry.date], "date")
-    for name, series in p.draw_series.items():
+        problems += _check_draw_spec(promotion, entry, where)
+        problems += _check_dated(promotion, entry, where, [entry.date], "date")
+    for name, series in promotion.draw_series.items():
         where = path_of(("draw_series", name))
-        problems += _check_draw_spec(p, series, where)
-        problems += _check_dated(p, series, where, series.dates, "dates")
+        problems += _check_draw_spec(promotion, series, where)
+        problems += _check_dated(promotion, series, where, series.dates, "dates")
         for day in series.dates:
             draw_id = f"{name}-{day.isoformat()}"
             if draw_id in seen_ids:
                 problems.append((where, f"draw id {draw_id!r} is also {seen_ids[draw_id]}"))
             seen_ids[draw_id] = where
-    for name, jackpots in p.jackpot_series.items():
+    for name, jackpots in promotion.jackpot_series.items():
         where = path_of(("jackpot_series", name))
-        problems += _check_jackpots(p, jackpots, where)
-        problems += list(_check_dates(p, jackpots.dates, f"{where}.dates"))
+        problems += _check_jackpots(promotion, jackpots, where)
+        problems += list(_check_dates(promotion, jackpots.dates, f"{where}.dates"))
     return problems
 
 
@@ -77,9 +78,11 @@ def check_marked_paths(raw: Mapping[str, Any], promotion: Promotion) -> list[Pro
     """Each path in `defaulted` / `unconfirmed` must name a setting written in the file."""
     problems: list[Problem] = []
     for key in ("defaulted", "unconfirmed"):
-        for i, marked in enumerate(getattr(promotion, key)):
+        for index, marked in enumerate(getattr(promotion, key)):
             if not _resolves(raw, marked):
-                problems.append((path_of((key, i)), f"{marked!r} names no setting in this file"))
+                problems.append(
+                    (path_of((key, index)), f"{marked!r} names no setting in this file")
+                )
     return problems
 
 
@@ -94,10 +97,10 @@ def promotion_warnings(promotion: Promotion) -> list[str]:
         for d in promotion.draw_list
         if d.qualification.kind is not QualificationKind.ACTIVES
     ]
-    for i, window in enumerate(multiplier_windows(promotion)):
+    for index, window in enumerate(multiplier_windows(promotion)):
         if not any(w.opens < window.closes and window.opens < w.closes for w in counting):
             out.append(
-                f"multipliers[{i + 1}] ({window.id}): falls in no points draw's earning "
+                f"multipliers[{index + 1}] ({window.id}): falls in no points draw's earning "
                 "window, so it changes no tickets or leaderboard"
             )
     return out
@@ -121,56 +124,68 @@ def _resolves(raw: Mapping[str, Any], marked: str) -> bool:
     return True
 
 
-def _outside(p: Promotion, day: dt.date) -> str:
-    return f"must fall within the promotion ({p.start} to {p.end}), got {day}"
+def _outside(promotion: Promotion, day: dt.date) -> str:
+    return f"must fall within the promotion ({promotion.start} to {promotion.end}), got {day}"
 
 
-def _check_dates(p: Promotion, days: Sequence[dt.date], where: str) -> Iterator[Problem]:
+def _check_dates(promotion: Promotion, days: Sequence[dt.date], where: str) -> Iterator[Problem]:
     seen: set[dt.date] = set()
-    for i, day in enumerate(days):
+    for index, day in enumerate(days):
         if day in seen:
-            yield (f"{where}[{i + 1}]", f"{day} is listed twice")
+            yield (f"{where}[{index + 1}]", f"{day} is listed twice")
         seen.add(day)
-        if not p.start <= day <= p.end:
-            yield (f"{where}[{i + 1}]", _outside(p, day))
+        if not promotion.start <= day <= promotion.end:
+            yield (f"{where}[{index + 1}]", _outside(promotion, day))
 
 
-def _check_multipliers(p: Promotion) -> list[Problem]:
+def _check_multipliers(promotion: Promotion) -> list[Problem]:
     problems: list[Problem] = []
     ids: dict[str, int] = {}
-    for i, m in enumerate(p.multipliers):
-        where = path_of(("multipliers", i))
-        if m.id in ids:
-            problems.append((f"{where}.id", f"{m.id!r} is also multipliers[{ids[m.id] + 1}]"))
-        ids.setdefault(m.id, i)
-        if m.end <= m.start:
-            problems.append((f"{where}.end", f"must be after start ({m.start:%H:%M})"))
-        if not p.start <= m.date <= p.end:
-            problems.append((f"{where}.date", _outside(p, m.date)))
-        for j, other in enumerate(p.multipliers[:i]):
-            shared = sorted(set(m.sides) & set(other.sides))
-            overlap = m.date == other.date and m.start < other.end and other.start < m.end
+    for index, multiplier in enumerate(promotion.multipliers):
+        where = path_of(("multipliers", index))
+        if multiplier.id in ids:
+            problems.append(
+                (f"{where}.id", f"{multiplier.id!r} is also multipliers[{ids[multiplier.id] + 1}]")
+            )
+        ids.setdefault(multiplier.id, index)
+        if multiplier.end <= multiplier.start:
+            problems.append((f"{where}.end", f"must be after start ({multiplier.start:%H:%M})"))
+        if not promotion.start <= multiplier.date <= promotion.end:
+            problems.append((f"{where}.date", _outside(promotion, multiplier.date)))
+        for other_index, other in enumerate(promotion.multipliers[:index]):
+            shared = sorted(set(multiplier.sides) & set(other.sides))
+            overlap = (
+                multiplier.date == other.date
+                and multiplier.start < other.end
+                and other.start < multiplier.end
+            )
             if shared and overlap:
                 sides = ", ".join(s.value for s in shared)
-                problems.append((where, f"overlaps multipliers[{j + 1}] ({other.id}) on {sides}"))
+                problems.append(
+                    (where, f"overlaps multipliers[{other_index + 1}] ({other.id}) on {sides}")
+                )
     return problems
 
 
 def _check_dated(
-    p: Promotion, spec: DrawSpec, where: str, days: Sequence[dt.date], key: str
+    promotion: Promotion, spec: DrawSpec, where: str, days: Sequence[dt.date], key: str
 ) -> list[Problem]:
     """Dates inside the promotion, and each dated draw's window closing by its bin close."""
     if key == "date":
         paths = [f"{where}.date"]
-        problems = [] if p.start <= days[0] <= p.end else [(paths[0], _outside(p, days[0]))]
+        problems = (
+            []
+            if promotion.start <= days[0] <= promotion.end
+            else [(paths[0], _outside(promotion, days[0]))]
+        )
     else:
         paths = [f"{where}.dates[{i + 1}]" for i in range(len(days))]
-        problems = list(_check_dates(p, days, f"{where}.dates"))
+        problems = list(_check_dates(promotion, days, f"{where}.dates"))
     if list(_check_window(spec, where)):
         return problems  # already reported; the window cannot be placed in time
     for at, day in zip(paths, days, strict=True):
-        window = earning_window(p, spec.dated(day, "check"))
-        closes = dt.datetime.combine(day, bin_close_time(spec), tzinfo=p.zone)
+        window = earning_window(promotion, spec.dated(day, "check"))
+        closes = dt.datetime.combine(day, bin_close_time(spec), tzinfo=promotion.zone)
         if window.closes > closes:
             problem = f"the earning window closes after the entry bin ({closes:%Y-%m-%d %H:%M})"
             problems.append((at, problem))
@@ -178,56 +193,65 @@ def _check_dated(
 
 
 def _check_window(spec: DrawSpec, where: str) -> Iterator[Problem]:
-    w = spec.window
+    window = spec.window
     needed = {
         WindowKind.GAMING_DAYS: ("first", "last"),
         WindowKind.MONTHS_BEFORE_DRAW: ("months",),
         WindowKind.PLAY_WINDOW: ("start", "end"),
-    }[w.kind]
+    }[window.kind]
     for name in ("first", "last", "months", "start", "end"):
-        value = getattr(w, name)
+        value = getattr(window, name)
         if name in needed and value is None:
-            yield (f"{where}.window.{name}", f"is required for kind {w.kind.value!r}")
+            yield (f"{where}.window.{name}", f"is required for kind {window.kind.value!r}")
         elif name not in needed and value is not None:
-            yield (f"{where}.window.{name}", f"is not used by kind {w.kind.value!r}; remove it")
-    if w.first and w.last and w.last < w.first:
-        yield (f"{where}.window.last", f"must be on or after first ({w.first}), got {w.last}")
-    if w.start and w.end and w.end <= w.start:
-        yield (f"{where}.window.end", f"must be after start ({w.start:%H:%M})")
+            yield (
+                f"{where}.window.{name}",
+                f"is not used by kind {window.kind.value!r}; remove it",
+            )
+    if window.first and window.last and window.last < window.first:
+        yield (
+            f"{where}.window.last",
+            f"must be on or after first ({window.first}), got {window.last}",
+        )
+    if window.start and window.end and window.end <= window.start:
+        yield (f"{where}.window.end", f"must be after start ({window.start:%H:%M})")
 
 
-def _check_draw_spec(p: Promotion, spec: DrawSpec, where: str) -> list[Problem]:
+def _check_draw_spec(promotion: Promotion, spec: DrawSpec, where: str) -> list[Problem]:
     problems = list(_check_window(spec, where))
     for tier in spec.tiers or ():
-        if tier not in p.tiers:
+        if tier not in promotion.tiers:
             problems.append(
                 (f"{where}.tiers", f"tier {tier.value} is not in the promotion's tiers")
             )
-    q, t = spec.qualification, spec.tickets
-    actives = q.kind is QualificationKind.ACTIVES
-    if q.kind is QualificationKind.THRESHOLD and q.threshold is None:
+    qualification, tickets = spec.qualification, spec.tickets
+    actives = qualification.kind is QualificationKind.ACTIVES
+    if qualification.kind is QualificationKind.THRESHOLD and qualification.threshold is None:
         problems.append((f"{where}.qualification.threshold", "is required for kind 'threshold'"))
-    if q.kind is not QualificationKind.THRESHOLD and q.threshold is not None:
+    if (
+        qualification.kind is not QualificationKind.THRESHOLD
+        and qualification.threshold is not None
+    ):
         problems.append((f"{where}.qualification.threshold", "is only used by kind 'threshold'"))
-    if actives and t.per_points is not None:
+    if actives and tickets.per_points is not None:
         problems.append((f"{where}.tickets.per_points", "'actives' qualification judges no side"))
-    if not (t.per_points or t.per_visit or t.base):
+    if not (tickets.per_points or tickets.per_visit or tickets.base):
         problems.append((f"{where}.tickets", "no rule gives tickets (per_points, per_visit, base)"))
-    if t.min_one_if_played and t.per_points is None:
+    if tickets.min_one_if_played and tickets.per_points is None:
         problems.append((f"{where}.tickets.min_one_if_played", "needs per_points"))
     if spec.tombolas is TombolaMode.SEPARATE:
         problems += _check_separate(spec, where)
-    problems += _check_rounds(p, spec, where)
+    problems += _check_rounds(promotion, spec, where)
     if spec.leaderboard and actives:
         problems.append((f"{where}.leaderboard", "'actives' qualification has no points board"))
     if spec.seats:
         if not spec.leaderboard:
             problems.append((f"{where}.seats", "seats need `leaderboard = true`"))
         for side in spec.seats.boards:
-            if side not in q.sides:
+            if side not in qualification.sides:
                 problems.append((f"{where}.seats.boards", f"{side.value} is not a judged side"))
-    if spec.prize_set and spec.prize_set not in p.prize_sets:
-        problems.append((f"{where}.prize_set", _unknown_prize_set(p, spec.prize_set)))
+    if spec.prize_set and spec.prize_set not in promotion.prize_sets:
+        problems.append((f"{where}.prize_set", _unknown_prize_set(promotion, spec.prize_set)))
     return problems
 
 
@@ -243,19 +267,19 @@ def _check_separate(spec: DrawSpec, where: str) -> list[Problem]:
     return problems
 
 
-def _check_rounds(p: Promotion, spec: DrawSpec, where: str) -> list[Problem]:
+def _check_rounds(promotion: Promotion, spec: DrawSpec, where: str) -> list[Problem]:
     problems: list[Problem] = []
     tombolas = set(spec.tombola_names)
-    for i, rnd in enumerate(spec.rounds):
-        at = f"{where}.rounds[{i + 1}]"
-        if i and rnd.time <= spec.rounds[i - 1].time:
+    for index, rnd in enumerate(spec.rounds):
+        at = f"{where}.rounds[{index + 1}]"
+        if index and rnd.time <= spec.rounds[index - 1].time:
             problems.append((f"{at}.time", "rounds must be in time order, one per time"))
         for tombola in rnd.winners:
             if tombola not in tombolas:
                 names = ", ".join(t.value for t in spec.tombola_names)
                 problems.append((f"{at}.winners.{tombola.value}", f"no such tombola ({names})"))
-        if rnd.prize_set and rnd.prize_set not in p.prize_sets:
-            problems.append((f"{at}.prize_set", _unknown_prize_set(p, rnd.prize_set)))
+        if rnd.prize_set and rnd.prize_set not in promotion.prize_sets:
+            problems.append((f"{at}.prize_set", _unknown_prize_set(promotion, rnd.prize_set)))
     if Tombola.POOLED not in tombolas and not all(
         any(t in r.winners for r in spec.rounds) for t in tombolas
     ):
@@ -268,12 +292,12 @@ def _check_rounds(p: Promotion, spec: DrawSpec, where: str) -> list[Problem]:
     return problems
 
 
-def _unknown_prize_set(p: Promotion, name: str) -> str:
-    known = ", ".join(p.prize_sets) or "none defined"
+def _unknown_prize_set(promotion: Promotion, name: str) -> str:
+    known = ", ".join(promotion.prize_sets) or "none defined"
     return f"no prize set {name!r} (prize_sets: {known})"
 
 
-def _check_jackpots(p: Promotion, spec: JackpotSpec, where: str) -> list[Problem]:
+def _check_jackpots(promotion: Promotion, spec: JackpotSpec, where: str) -> list[Problem]:
     problems: list[Problem] = []
     if spec.end <= spec.start:
         problems.append((f"{where}.end", f"must be after start ({spec.start:%H:%M})"))
@@ -287,14 +311,16 @@ def _check_jackpots(p: Promotion, spec: JackpotSpec, where: str) -> list[Problem
         problems.append((f"{where}.times", "every_minutes needs first and last"))
     elif times.first and times.last and not spec.start < times.first <= times.last <= spec.end:
         problems.append((f"{where}.times", "first..last must lie within the session"))
-    for i, t in enumerate(times.at):
-        if not spec.start < t <= spec.end or (i and t <= times.at[i - 1]):
-            problems.append((f"{where}.times.at[{i + 1}]", "must be in order, within the session"))
+    for index, when in enumerate(times.at):
+        if not spec.start < when <= spec.end or (index and when <= times.at[index - 1]):
+            problems.append(
+                (f"{where}.times.at[{index + 1}]", "must be in order, within the session")
+            )
     minutes = (spec.end.hour - spec.start.hour) * 60 + spec.end.minute - spec.start.minute
     if times.random and spec.end > spec.start and times.random > minutes:
         # the scheduler draws distinct whole minutes of the session
         said = f"at most {minutes} (the session's minutes), got {times.random}"
         problems.append((f"{where}.times.random", said))
-    if spec.prize_set and spec.prize_set not in p.prize_sets:
-        problems.append((f"{where}.prize_set", _unknown_prize_set(p, spec.prize_set)))
+    if spec.prize_set and spec.prize_set not in promotion.prize_sets:
+        problems.append((f"{where}.prize_set", _unknown_prize_set(promotion, spec.prize_set)))
     return problems

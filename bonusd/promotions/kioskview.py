@@ -4,7 +4,7 @@ earned, never why a card may not take part.
 A kiosk (an eHost kiosk, or the app's back end, which holds a kiosk token) answers
 whoever inserts a card or types a number, so it shows no more than the cardholder would
 see on it. The promotions desk keeps the whole standing, every reason and rule text
-included (`standing_json` in `bonusd.api.promotions`).
+included (`standing_out` in `bonusd.api.promotionmodels`).
 
 - A card that may not take part in the draw (excluded, under age, without the date of
   birth a promotion requires, of a tier the draw is not open to) gets the neutral
@@ -48,12 +48,12 @@ MESSAGES: dict[KioskStatus, str] = {
 }
 
 
-def _status(s: Standing) -> KioskStatus:
-    if not s.eligible:
+def _status(standing: Standing) -> KioskStatus:
+    if not standing.eligible:
         return KioskStatus.NOT_ELIGIBLE
-    if not s.tickets:
+    if not standing.tickets:
         return KioskStatus.NO_TICKETS
-    return KioskStatus.ENTERED if s.activated else KioskStatus.NOT_ACTIVATED
+    return KioskStatus.ENTERED if standing.activated else KioskStatus.NOT_ACTIVATED
 
 
 def kiosk_standing(promotion_id: str, draw: Draw, found: Standing | None) -> dict[str, Any]:

@@ -49,10 +49,10 @@ def parse_path(text: str) -> list[Part]:
     parts: list[Part] = []
     at, expect_key = 0, True
     while at < len(text):
-        m = _PART.match(text, at)
-        if m is None:
+        match = _PART.match(text, at)
+        if match is None:
             raise ValueError(f"cannot read {text!r} at {text[at:]!r}")
-        quoted, bare, index, dot = m.groups()
+        quoted, bare, index, dot = match.groups()
         if dot is not None:
             if expect_key:
                 raise ValueError(f"{text!r}: a key is missing before a dot")
@@ -66,7 +66,7 @@ def parse_path(text: str) -> list[Part]:
                 raise ValueError(f"{text!r}: keys are separated by dots")
             parts.append(quoted if quoted is not None else bare)
             expect_key = False
-        at = m.end()
+        at = match.end()
     if not parts or expect_key:
         raise ValueError(f"{text!r} is not a setting path, e.g. draws.halfway.tickets.per_visit")
     return parts
@@ -106,10 +106,10 @@ def apply_overrides(raw: Raw, assignments: Sequence[str], *, source: str) -> Raw
 def _assign(raw: Raw, parts: list[Part], value: Any) -> None:
     node: Any = raw
     annotation: Any = Promotion
-    for n, part in enumerate(parts):
-        last = n == len(parts) - 1
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
         annotation = _unwrap(annotation)
-        where = path_of(parts[:n]) if n else "the file"
+        where = path_of(parts[:depth]) if depth else "the file"
         if isinstance(part, int):
             if typing.get_origin(annotation) is not list or not isinstance(node, list):
                 raise LookupError(f"{where} is not a list")

@@ -82,13 +82,17 @@ class EntryPool:
     ) -> EntryPool:
         """The pool of the members' *entries*: tickets of activated members only."""
         counts: dict[Tombola, dict[str, int]] = {t: {} for t in draw.tombola_names}
-        for s in standings:
-            if s.draw_id != draw.id or s.promotion_id != promotion_id:
-                raise ValueError(f"standing of {s.promotion_id}/{s.draw_id} in pool of {draw.id}")
-            if s.card in counts[draw.tombola_names[0]]:
-                raise ValueError(f"card {s.card} has two standings")
+        for standing in standings:
+            if standing.draw_id != draw.id or standing.promotion_id != promotion_id:
+                raise ValueError(
+                    f"standing of {standing.promotion_id}/{standing.draw_id} in pool of {draw.id}"
+                )
+            if standing.card in counts[draw.tombola_names[0]]:
+                raise ValueError(f"card {standing.card} has two standings")
             for tombola in draw.tombola_names:
-                counts[tombola][s.card] = s.per_tombola[tombola] if s.activated else 0
+                counts[tombola][standing.card] = (
+                    standing.per_tombola[tombola] if standing.activated else 0
+                )
         return cls.freeze(
             promotion_id=promotion_id,
             draw_id=draw.id,

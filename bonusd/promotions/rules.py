@@ -22,6 +22,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 from bonusd.promotions.kinds import Channel, QualificationKind, Side, Tombola, TombolaMode
 from bonusd.promotions.schema import Draw, Promotion
@@ -124,39 +125,12 @@ def standing(
         draw = promotion.draw(draw)
     barred = ineligibility(promotion, draw, member, on_date=on_date)
     if barred:
-        return Standing(
-            promotion_id=promotion.id,
-            draw_id=draw.id,
-            card=member.card,
-            eligible=False,
-            qualified=False,
-            activated=activated,
-            visits=0,
-            tickets=0,
-            per_tombola=MappingProxyType(dict.fromkeys(draw.tombola_names, 0)),
-            sides=(),
-            breakdown=(),
-            reasons=barred,
-        )
-
+        return _barred(promotion, draw, member, barred, activated=activated)
     reasons: list[str] = []
-    if draw.qualification.kind is QualificationKind.ACTIVES:
-        visits = _credited_visits(promotion, draw, member, stats)
-        judged: tuple[Side, ...] = ()
-        qualified_sides: list[Side] = []
-        qualified = visits > 0
-        if not qualified and explain:
-            window = _window_text(promotion, draw)
-            reasons.append(f"no gaming visit in the earning window ({window})")
-    else:
-        visits = stats.visits
-        judged = tuple(draw.qualification.sides)
-        qualified_sides = _qualified_sides(promotion, draw, stats, reasons if explain else None)
-        qualified = bool(qualified_sides)
-
+    q = _qualification(promotion, draw, member, stats, reasons, explain=explain)
     lines = (
-        _ticket_lines(draw, member, stats, visits, qualified_sides, explain=explain)
-        if qualified
+        _ticket_lines(draw, member, stats, q.visits, q.sides, explain=explain)
+        if q.qualified
         else []
     )
     per_tombola = {t: sum(x.tickets for x in lines if x.tombola is t) for t in draw.tombola_names}
@@ -168,23 +142,80 @@ def standing(
         draw_id=draw.id,
         card=member.card,
         eligible=True,
-        qualified=qualified,
+        qualified=q.qualified,
         activated=activated,
-        visits=visits,
+        visits=q.visits,
         tickets=tickets,
         per_tombola=MappingProxyType(per_tombola),
-        sides=tuple(
-            SideStanding(
-                side=side,
-                points=stats.side(side).points,
-                threshold=draw.qualification.threshold,
-                qualified=side in qualified_sides,
-                tickets=sum(x.tickets for x in lines if x.side is side),
-            )
-            for side in judged
-        ),
+        sides=_side_standings(draw, stats, q, lines),
         breakdown=tuple(lines),
         reasons=tuple(reasons),
+    )
+
+
+class _Qualification(NamedTuple):
+    """How a member who may take part fares against a draw's qualification rule."""
+
+    visits: int  # the gaming visits credited in the earning window
+    judged: tuple[Side, ...]  # the sides the rule looks at (none for "actives")
+    sides: list[Side]  # the sides that qualify
+    qualified: bool
+
+
+def _barred(
+    promotion: Promotion, draw: Draw, member: Member, barred: tuple[str, ...], *, activated: bool
+) -> Standing:
+    """The standing of a member who may not take part: no tickets, the reasons why."""
+    return Standing(
+        promotion_id=promotion.id,
+        draw_id=draw.id,
+        card=member.card,
+        eligible=False,
+        qualified=False,
+        activated=activated,
+        visits=0,
+        tickets=0,
+        per_tombola=MappingProxyType(dict.fromkeys(draw.tombola_names, 0)),
+        sides=(),
+        breakdown=(),
+        reasons=barred,
+    )
+
+
+def _qualification(
+    promotion: Promotion,
+    draw: Draw,
+    member: Member,
+    stats: MemberWindowStats,
+    reasons: list[str],
+    *,
+    explain: bool,
+) -> _Qualification:
+    """Judge the draw's qualification rule; when `explain`, add to `reasons` why not."""
+    if draw.qualification.kind is QualificationKind.ACTIVES:
+        visits = _credited_visits(promotion, draw, member, stats)
+        qualified = visits > 0
+        if not qualified and explain:
+            window = _window_text(promotion, draw)
+            reasons.append(f"no gaming visit in the earning window ({window})")
+        return _Qualification(visits, (), [], qualified)
+    sides = _qualified_sides(promotion, draw, stats, reasons if explain else None)
+    return _Qualification(stats.visits, tuple(draw.qualification.sides), sides, bool(sides))
+
+
+def _side_standings(
+    draw: Draw, stats: MemberWindowStats, q: _Qualification, lines: list[RuleLine]
+) -> tuple[SideStanding, ...]:
+    """Each judged side's points, threshold, verdict and the tickets it gave."""
+    return tuple(
+        SideStanding(
+            side=side,
+            points=stats.side(side).points,
+            threshold=draw.qualification.threshold,
+            qualified=side in q.sides,
+            tickets=sum(x.tickets for x in lines if x.side is side),
+        )
+        for side in q.judged
     )
 
 

@@ -95,8 +95,8 @@ def aggregate(
         if gained:
             reached[play.side] = play.at
 
-    def side(s: Side) -> SideStats:
-        return SideStats(points[s], len(days[s]), counts[s], reached[s])
+    def side(which: Side) -> SideStats:
+        return SideStats(points[which], len(days[which]), counts[which], reached[which])
 
     return MemberWindowStats(
         slots=side(Side.SLOTS),

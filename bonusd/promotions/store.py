@@ -70,19 +70,19 @@ STAT_FIELDS = (
 _BULK = 2_000  # above this many cards, read whole hashes instead of HMGET
 
 
-def _stats(h: dict[str, str | None], since: dt.date | None) -> MemberWindowStats:
+def _stats(totals: dict[str, str | None], since: dt.date | None) -> MemberWindowStats:
     def side(name: str) -> SideStats:
         return SideStats(
-            points=int(h[f"{name}_points"] or 0),
-            visits=int(h[f"{name}_visits"] or 0),
-            plays=int(h[f"{name}_plays"] or 0),
-            reached_at=_ms_instant(h[f"{name}_reached"]),
+            points=int(totals[f"{name}_points"] or 0),
+            visits=int(totals[f"{name}_visits"] or 0),
+            plays=int(totals[f"{name}_plays"] or 0),
+            reached_at=_ms_instant(totals[f"{name}_reached"]),
         )
 
     return MemberWindowStats(
         slots=side("slots"),
         tables=side("tables"),
-        visits=int(h["visits"] or 0),
+        visits=int(totals["visits"] or 0),
         telemetry_since=since,
     )
 
@@ -105,9 +105,9 @@ class PromotionStore:
             ) from None
 
     def draw(self, promotion_id: str, draw_id: str) -> tuple[Promotion, Draw]:
-        p = self.promotion(promotion_id)
+        promotion = self.promotion(promotion_id)
         try:
-            return p, p.draw(draw_id)
+            return promotion, promotion.draw(draw_id)
         except KeyError as exc:
             raise NotFoundError(str(exc).strip("'\"")) from None
 
@@ -123,7 +123,7 @@ class PromotionStore:
         return Member.from_redis(raw)
 
     async def window_stats(
-        self, p: Promotion, draw: Draw, cards: Sequence[str]
+        self, promotion: Promotion, draw: Draw, cards: Sequence[str]
     ) -> list[MemberWindowStats]:
         """Window stats of many members: one HMGET per field for the lot."""
         if not cards:
@@ -134,7 +134,7 @@ class PromotionStore:
             # many members: whole field hashes are cheaper than packing huge HMGETs
             async with self.redis.pipeline(transaction=False) as pipe:
                 for name in STAT_FIELDS:
-                    pipe.hgetall(self.keys.window_field(p.id, draw.id, name))
+                    pipe.hgetall(self.keys.window_field(promotion.id, draw.id, name))
                 maps: list[dict[str, str]] = await pipe.execute()
             return [
                 _stats({n: m.get(card) for n, m in zip(STAT_FIELDS, maps, strict=True)}, since_day)
@@ -142,7 +142,7 @@ class PromotionStore:
             ]
         async with self.redis.pipeline(transaction=False) as pipe:
             for name in STAT_FIELDS:
-                pipe.hmget(self.keys.window_field(p.id, draw.id, name), list(cards))
+                pipe.hmget(self.keys.window_field(promotion.id, draw.id, name), list(cards))
             columns: list[list[str | None]] = await pipe.execute()
         return [
             _stats(
@@ -152,44 +152,48 @@ class PromotionStore:
         ]
 
     async def standing(self, promotion_id: str, draw_id: str, card: str) -> Standing:
-        p, draw = self.draw(promotion_id, draw_id)
+        promotion, draw = self.draw(promotion_id, draw_id)
         member = await self.member(card)
-        (stats,) = await self.window_stats(p, draw, [card])
-        activated = await self.redis.hexists(self.keys.activations(p.id, draw.id), card)
-        return standing(p, draw, member, stats, activated=bool(activated), on_date=draw.date)
+        (stats,) = await self.window_stats(promotion, draw, [card])
+        activated = await self.redis.hexists(self.keys.activations(promotion.id, draw.id), card)
+        return standing(
+            promotion, draw, member, stats, activated=bool(activated), on_date=draw.date
+        )
 
     async def all_standings(self, promotion_id: str, draw_id: str) -> list[Standing]:
         """The standing of every member with play in the draw's window (or an activation),
         recomputed from the live totals and today's member records."""
-        p, draw = self.draw(promotion_id, draw_id)
-        played = cast(set[str], await self.redis.smembers(self.keys.played(p.id, draw.id)))
+        promotion, draw = self.draw(promotion_id, draw_id)
+        played = cast(set[str], await self.redis.smembers(self.keys.played(promotion.id, draw.id)))
         activated = set(
-            cast(list[str], await self.redis.hkeys(self.keys.activations(p.id, draw.id)))
+            cast(list[str], await self.redis.hkeys(self.keys.activations(promotion.id, draw.id)))
         )
-        return await self._standings(p, draw, sorted(played | activated), activated)
+        return await self._standings(promotion, draw, sorted(played | activated), activated)
 
     async def _standings(
-        self, p: Promotion, draw: Draw, cards: Sequence[str], activated: set[str]
+        self, promotion: Promotion, draw: Draw, cards: Sequence[str], activated: set[str]
     ) -> list[Standing]:
         """Numbers only (no explanation texts): bulk work for thousands of members."""
         out: list[Standing] = []
         members = await self._members(cards)
-        stats = await self.window_stats(p, draw, cards)
+        stats = await self.window_stats(promotion, draw, cards)
         for card, member, st in zip(cards, members, stats, strict=True):
             if member is not None:
                 act = card in activated
                 out.append(
-                    standing(p, draw, member, st, activated=act, on_date=draw.date, explain=False)
+                    standing(
+                        promotion, draw, member, st, activated=act, on_date=draw.date, explain=False
+                    )
                 )
         return out
 
     async def full_board(self, promotion_id: str, draw_id: str, side: Side) -> tuple[Ranked, ...]:
         """The whole live board of one side (eligible members, ranked)."""
-        p, draw = self.draw(promotion_id, draw_id)
+        promotion, draw = self.draw(promotion_id, draw_id)
         rows = cast(
             list[tuple[str, float]],
             await self.redis.zrevrange(
-                self.keys.board(p.id, draw.id, side.value), 0, -1, withscores=True
+                self.keys.board(promotion.id, draw.id, side.value), 0, -1, withscores=True
             ),
         )
         cards = [card for card, _ in rows]
@@ -197,7 +201,7 @@ class PromotionStore:
         reached = cast(
             dict[str, str],
             await self.redis.hgetall(
-                self.keys.window_field(p.id, draw.id, f"{side.value}_reached")
+                self.keys.window_field(promotion.id, draw.id, f"{side.value}_reached")
             ),
         )
         never = dt.datetime.max.replace(tzinfo=dt.UTC)
@@ -206,7 +210,9 @@ class PromotionStore:
             for (card, score), member in zip(rows, members, strict=True)
             if member is not None
         ]
-        return rank_leaderboard(p, draw, side, entries, qualified_only=False, on_date=draw.date)
+        return rank_leaderboard(
+            promotion, draw, side, entries, qualified_only=False, on_date=draw.date
+        )
 
     async def _members(self, cards: Sequence[str]) -> list[Member | None]:
         """The rules' view of many members (None for a card never imported); like
@@ -228,17 +234,17 @@ class PromotionStore:
         self, promotion_id: str, draw_id: str, card: str, channel: Channel, now: dt.datetime
     ) -> Activation:
         """Record an activation, or raise `ActivationRefused` saying why not."""
-        p, draw = self.draw(promotion_id, draw_id)
+        promotion, draw = self.draw(promotion_id, draw_id)
         await self.member(card)
         active = bool(await self.redis.exists(self.keys.session(card)))
-        refusal = activation_refusal(p, draw, channel, now, active_on_floor=active)
+        refusal = activation_refusal(promotion, draw, channel, now, active_on_floor=active)
         if refusal:
             raise ActivationRefused(f"card {card}, draw {draw.id}: {refusal}")
         record = json.dumps({"channel": channel.value, "at": now.isoformat()})
         # the first activation stands; a second through another channel changes nothing
-        await self.redis.hsetnx(self.keys.activations(p.id, draw.id), card, record)
+        await self.redis.hsetnx(self.keys.activations(promotion.id, draw.id), card, record)
         stored = json.loads(
-            cast(str, await self.redis.hget(self.keys.activations(p.id, draw.id), card))
+            cast(str, await self.redis.hget(self.keys.activations(promotion.id, draw.id), card))
         )
         return Activation(card, Channel(stored["channel"]), dt.datetime.fromisoformat(stored["at"]))
 
@@ -248,8 +254,8 @@ class PromotionStore:
         self, promotion_id: str, draw_id: str, side: Side, *, size: int = BOARD_SIZE
     ) -> tuple[Ranked, ...]:
         """The top of the live board: eligible members only, ties to who got there first."""
-        p, draw = self.draw(promotion_id, draw_id)
-        key = self.keys.board(p.id, draw.id, side.value)
+        promotion, draw = self.draw(promotion_id, draw_id)
+        key = self.keys.board(promotion.id, draw.id, side.value)
         entries: list[BoardEntry] = []
         start = 0
         ranked: tuple[Ranked, ...] = ()
@@ -262,10 +268,10 @@ class PromotionStore:
             )
             if not rows:
                 break
-            entries += await self._board_entries(p, draw, side, rows)
+            entries += await self._board_entries(promotion, draw, side, rows)
             start += len(rows)
             ranked = rank_leaderboard(
-                p, draw, side, entries, qualified_only=False, on_date=draw.date
+                promotion, draw, side, entries, qualified_only=False, on_date=draw.date
             )
             last_score = rows[-1][1]
             # enough eligible members above any score still unread: the top is settled
@@ -276,12 +282,14 @@ class PromotionStore:
         return ranked[:size]
 
     async def _board_entries(
-        self, p: Promotion, draw: Draw, side: Side, rows: list[tuple[str, float]]
+        self, promotion: Promotion, draw: Draw, side: Side, rows: list[tuple[str, float]]
     ) -> list[BoardEntry]:
         cards = [card for card, _ in rows]
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hmget(self.keys.member_index, cards)
-            pipe.hmget(self.keys.window_field(p.id, draw.id, f"{side.value}_reached"), cards)
+            pipe.hmget(
+                self.keys.window_field(promotion.id, draw.id, f"{side.value}_reached"), cards
+            )
             index, reached = await pipe.execute()
         out = []
         for (card, score), text, when in zip(rows, index, reached, strict=True):
@@ -342,26 +350,26 @@ class PromotionStore:
 
     async def freeze_pool(self, promotion_id: str, draw_id: str, now: dt.datetime) -> EntryPool:
         """Freeze the draw's entry pool once; later calls return the pool frozen first."""
-        p, draw = self.draw(promotion_id, draw_id)
+        promotion, draw = self.draw(promotion_id, draw_id)
         existing = await self.pool(promotion_id, draw_id)
         if existing is not None:
             return existing
         activated = set(
-            cast(list[str], await self.redis.hkeys(self.keys.activations(p.id, draw.id)))
+            cast(list[str], await self.redis.hkeys(self.keys.activations(promotion.id, draw.id)))
         )
-        standings = await self._standings(p, draw, sorted(activated), activated)
+        standings = await self._standings(promotion, draw, sorted(activated), activated)
         seats: list[list[str]] = []
         if draw.seats is not None:
             boards = {
-                side: await self.live_board(p.id, draw.id, side, size=BOARD_SIZE)
+                side: await self.live_board(promotion.id, draw.id, side, size=BOARD_SIZE)
                 for side in draw.seats.boards
             }
-            seats = [[s.board.value, s.card] for s in seat_holders(p, draw, boards)]
+            seats = [[s.board.value, s.card] for s in seat_holders(promotion, draw, boards)]
         seated = [card for _, card in seats]
-        pool = EntryPool.from_standings(p.id, draw, standings, closed_at=now, seated=seated)
+        pool = EntryPool.from_standings(promotion.id, draw, standings, closed_at=now, seated=seated)
         # SET NX: two daemons racing to freeze agree on whichever pool landed first
-        if await self.redis.set(self.keys.pool(p.id, draw.id), pool.canonical(), nx=True):
-            await self.redis.set(self.keys.seats(p.id, draw.id), json.dumps(seats))
+        if await self.redis.set(self.keys.pool(promotion.id, draw.id), pool.canonical(), nx=True):
+            await self.redis.set(self.keys.seats(promotion.id, draw.id), json.dumps(seats))
         frozen = await self.pool(promotion_id, draw_id)
         assert frozen is not None
         return frozen
@@ -378,5 +386,5 @@ class PromotionStore:
         return [(board, card) for board, card in json.loads(raw)] if raw else []
 
     def bin_closes_at(self, promotion_id: str, draw_id: str) -> dt.datetime:
-        p, draw = self.draw(promotion_id, draw_id)
-        return bin_closes_at(p, draw)
+        promotion, draw = self.draw(promotion_id, draw_id)
+        return bin_closes_at(promotion, draw)

@@ -62,7 +62,7 @@ _ROWS_PER_READ = 1_000
 
 
 def _summarise(  # noqa: PLR0917 -- private; runs in a worker thread on data nobody else holds
-    p: Promotion,
+    promotion: Promotion,
     draw: Draw,
     fetched: _Fetched,
     cards: Sequence[str],
@@ -77,7 +77,7 @@ def _summarise(  # noqa: PLR0917 -- private; runs in a worker thread on data nob
         **{name: _column(rows_of, fetched.columns.get(name, {})) for name in _BULK_FIELDS},
         telemetry_since=since,
     )
-    bulk = bulk_standings(p, draw, members, stats)
+    bulk = bulk_standings(promotion, draw, members, stats)
     act = np.fromiter((c in fetched.activated for c in cards), np.bool_, len(cards))
     by_tier = {}
     for code, tier in enumerate(TIERS):
@@ -87,7 +87,7 @@ def _summarise(  # noqa: PLR0917 -- private; runs in a worker thread on data nob
             "tickets": int(bulk.tickets[mine].sum()),
         }
     return {
-        "promotion": p.id,
+        "promotion": promotion.id,
         "draw": draw.id,
         "members_with_play": len(cards),
         "eligible": int(bulk.eligible.sum()),
@@ -115,7 +115,7 @@ class DrawSummaries:
         self._keys = store.keys
 
     async def _fetch(
-        self, p: Promotion, draws: list[Draw], *, with_index: bool
+        self, promotion: Promotion, draws: list[Draw], *, with_index: bool
     ) -> tuple[list[_Fetched], dict[str, str] | None, dt.date | None]:
         """Everything the draws' rules read, in one pipeline: Redis builds the next reply
         while this process parses the last one. Only the columns the rules need; every
@@ -131,9 +131,9 @@ class DrawSummaries:
                     needed_fields(draw) | {f"{s.value}_points" for s in sides} | {"visits"}
                 )
                 plan.append(wanted)
-                pipe.hkeys(self._store.keys.activations(p.id, draw.id))
+                pipe.hkeys(self._store.keys.activations(promotion.id, draw.id))
                 for name in wanted:
-                    pipe.hgetall(self._store.keys.window_field(p.id, draw.id, name))
+                    pipe.hgetall(self._store.keys.window_field(promotion.id, draw.id, name))
             replies = await pipe.execute()
         since = dt.date.fromisoformat(replies[0]) if replies[0] else None
         index = replies[1] if with_index else None
@@ -169,9 +169,9 @@ class DrawSummaries:
         return cards, members, stats
 
     async def _arrays(
-        self, p: Promotion, draw: Draw
+        self, promotion: Promotion, draw: Draw
     ) -> tuple[npt.NDArray[np.str_], MemberArrays, StatArrays, _Fetched]:
-        (fetched,), raw_index, since = await self._fetch(p, [draw], with_index=True)
+        (fetched,), raw_index, since = await self._fetch(promotion, [draw], with_index=True)
         assert raw_index is not None
         cards, members, stats = self._build(fetched, _index(raw_index), since)
         return cards, members, stats, fetched
@@ -183,9 +183,9 @@ class DrawSummaries:
         are those of members with play or an activation in the draw (not the whole
         index), and the per-member work runs in a worker thread. A Redis timeout is
         `ServiceUnavailableError` (the desk may retry), not an internal error."""
-        p, draw = self._store.draw(promotion_id, draw_id)
+        promotion, draw = self._store.draw(promotion_id, draw_id)
         try:
-            (fetched,), _, since = await self._fetch(p, [draw], with_index=False)
+            (fetched,), _, since = await self._fetch(promotion, [draw], with_index=False)
             cards = list(fetched.columns["visits"].keys() | fetched.activated)
             texts = await self._member_rows(cards)
         except (redis.exceptions.TimeoutError, redis.exceptions.ConnectionError) as exc:
@@ -193,7 +193,7 @@ class DrawSummaries:
                 f"the summary of {promotion_id}/{draw_id} could not be read from Redis "
                 f"({type(exc).__name__}: {exc}); Redis is slow or unreachable, try again"
             ) from exc
-        return await asyncio.to_thread(_summarise, p, draw, fetched, cards, texts, since)
+        return await asyncio.to_thread(_summarise, promotion, draw, fetched, cards, texts, since)
 
     async def _member_rows(self, cards: Sequence[str]) -> list[str | None]:
         """The member index rows of `cards` (None: never registered), one bounded batch
@@ -207,22 +207,24 @@ class DrawSummaries:
     async def recompute(self, promotion_id: str) -> dict[str, dict[str, int]]:
         """Every standing and every board of a promotion, recomputed from the live totals
         with the bulk rules: per draw, how many standings and board places."""
-        p = self._store.promotion(promotion_id)
-        return await self._recompute(p)
+        promotion = self._store.promotion(promotion_id)
+        return await self._recompute(promotion)
 
-    async def _recompute(self, p: Promotion) -> dict[str, dict[str, int]]:
-        draws = list(p.draw_list)
-        fetched, raw_index, since = await self._fetch(p, draws, with_index=True)
+    async def _recompute(self, promotion: Promotion) -> dict[str, dict[str, int]]:
+        draws = list(promotion.draw_list)
+        fetched, raw_index, since = await self._fetch(promotion, draws, with_index=True)
         assert raw_index is not None
         index = _index(raw_index)
         out: dict[str, dict[str, int]] = {}
-        for draw, f in zip(draws, fetched, strict=True):
-            cards, members, stats = self._build(f, index, since)
-            bulk = bulk_standings(p, draw, members, stats)
+        for draw, draw_fetched in zip(draws, fetched, strict=True):
+            cards, members, stats = self._build(draw_fetched, index, since)
+            bulk = bulk_standings(promotion, draw, members, stats)
             placed = 0
             if draw.leaderboard:
                 for side in draw.qualification.sides:
-                    placed += len(await self._ranked(p, draw, side, cards, bulk.eligible, stats))
+                    placed += len(
+                        await self._ranked(promotion, draw, side, cards, bulk.eligible, stats)
+                    )
             out[draw.id] = {
                 "standings": len(cards),
                 "qualified": int(bulk.qualified.sum()),
@@ -233,7 +235,7 @@ class DrawSummaries:
 
     async def _ranked(  # noqa: PLR0917 -- private; the arrays travel together
         self,
-        p: Promotion,
+        promotion: Promotion,
         draw: Draw,
         side: Side,
         cards: npt.NDArray[np.str_],
@@ -247,7 +249,7 @@ class DrawSummaries:
         _, inverse, counts = np.unique(points[chosen], return_inverse=True, return_counts=True)
         tied = chosen[counts[inverse] > 1]
         reached = np.zeros(len(cards), np.int64)
-        key = self._store.keys.window_field(p.id, draw.id, f"{side.value}_reached")
+        key = self._store.keys.window_field(promotion.id, draw.id, f"{side.value}_reached")
         names = cards[tied].tolist()
         if len(tied) > len(cards) // 10:  # many ties: one whole-hash read beats a huge HMGET
             when = cast(dict[str, str], await self._redis.hgetall(key))
@@ -260,8 +262,8 @@ class DrawSummaries:
 
     async def board(self, promotion_id: str, draw_id: str, side: Side) -> list[str]:
         """A whole board's cards in order, computed in bulk (what `recompute` ranks)."""
-        p, draw = self._store.draw(promotion_id, draw_id)
-        cards, members, stats, _ = await self._arrays(p, draw)
-        bulk = bulk_standings(p, draw, members, stats)
-        ranked = await self._ranked(p, draw, side, cards, bulk.eligible, stats)
+        promotion, draw = self._store.draw(promotion_id, draw_id)
+        cards, members, stats, _ = await self._arrays(promotion, draw)
+        bulk = bulk_standings(promotion, draw, members, stats)
+        ranked = await self._ranked(promotion, draw, side, cards, bulk.eligible, stats)
         return [str(c) for c in ranked]

@@ -46,12 +46,12 @@ class Table:
 Block = Heading | Paragraph | Bullets | Table
 
 
-def day(d: dt.date) -> str:
-    return f"{d:%A %d %B %Y}"
+def day(date: dt.date) -> str:
+    return f"{date:%A %d %B %Y}"
 
 
-def hm(t: dt.time | dt.datetime) -> str:
-    return f"{t:%H:%M}"
+def hm(moment: dt.time | dt.datetime) -> str:
+    return f"{moment:%H:%M}"
 
 
 def rands(cents: int) -> str:
@@ -64,23 +64,25 @@ def tier_list(tiers: tuple[Tier, ...] | list[Tier]) -> str:
 
 
 def terms_document(promotion: Promotion) -> list[Block]:
-    p = promotion
-    where = f" at {p.casino}" if p.casino else ""
+    where = f" at {promotion.casino}" if promotion.casino else ""
     blocks: list[Block] = [
-        Heading(f"{p.casino} — {p.name}" if p.casino else p.name, 1),
+        Heading(
+            f"{promotion.casino} — {promotion.name}" if promotion.casino else promotion.name, 1
+        ),
         Paragraph(
-            f"The promotion runs from {day(p.start)} to {day(p.end)}{where}. All times are "
-            f"local time ({p.timezone}). A gaming day runs from {hm(p.gaming_day_start)} to "
-            f"{hm(_minute_before(p.gaming_day_start))} the next morning; a gaming visit is a "
+            f"The promotion runs from {day(promotion.start)} to {day(promotion.end)}{where}. "
+            f"All times are local time ({promotion.timezone}). A gaming day runs from "
+            f"{hm(promotion.gaming_day_start)} to {hm(_minute_before(promotion.gaming_day_start))} "
+            "the next morning; a gaming visit is a "
             "gaming day on which you had rated play (at a slot machine or a table)."
         ),
         Heading("Who may take part"),
         Bullets(
             (
-                ("", f"Tsogo Rewards members of tiers {tier_list(p.tiers)}."),
+                ("", f"Tsogo Rewards members of tiers {tier_list(promotion.tiers)}."),
                 (
                     "",
-                    f"Nobody under {p.exclusions.minimum_age} on the draw date, and nobody "
+                    f"Nobody under {promotion.exclusions.minimum_age} on the draw date, and nobody "
                     "with a Refusal of Entry order, self-excluded, in the company's employ "
                     "(or family of), or otherwise excluded.",
                 ),
@@ -88,39 +90,39 @@ def terms_document(promotion: Promotion) -> list[Block]:
             )
         ),
     ]
-    if p.draw_list:
-        blocks += _overview(p)
-    for source, spec, draws in _draw_groups(p):
-        blocks += _draw_section(p, source, spec, draws)
-    blocks += _multipliers(p)
-    blocks += _leaderboards(p)
-    for name, series in p.jackpot_series.items():
-        blocks += _jackpots(p, name, series)
-    blocks += _claims(p)
+    if promotion.draw_list:
+        blocks += _overview(promotion)
+    for source, spec, draws in _draw_groups(promotion):
+        blocks += _draw_section(promotion, source, spec, draws)
+    blocks += _multipliers(promotion)
+    blocks += _leaderboards(promotion)
+    for name, series in promotion.jackpot_series.items():
+        blocks += _jackpots(promotion, name, series)
+    blocks += _claims(promotion)
     return blocks
 
 
-def _minute_before(t: dt.time) -> dt.time:
-    moment = dt.datetime.combine(dt.date(2000, 1, 2), t) - dt.timedelta(minutes=1)
+def _minute_before(at: dt.time) -> dt.time:
+    moment = dt.datetime.combine(dt.date(2000, 1, 2), at) - dt.timedelta(minutes=1)
     return moment.time()
 
 
-def _draw_groups(p: Promotion) -> list[tuple[str, DrawSpec, list[Draw]]]:
+def _draw_groups(promotion: Promotion) -> list[tuple[str, DrawSpec, list[Draw]]]:
     """One section per `[draws.<id>]` and per series, by first date."""
     groups: list[tuple[str, DrawSpec, list[Draw]]] = [
-        (f"draws.{i}", spec, [p.draw(i)]) for i, spec in p.draws.items()
+        (f"draws.{i}", spec, [promotion.draw(i)]) for i, spec in promotion.draws.items()
     ]
     groups += [
-        (f"draw_series.{name}", spec, [d for d in p.draw_list if d.series == name])
-        for name, spec in p.draw_series.items()
+        (f"draw_series.{name}", spec, [d for d in promotion.draw_list if d.series == name])
+        for name, spec in promotion.draw_series.items()
     ]
     return sorted(groups, key=lambda g: (g[2][0].date, g[0]))
 
 
-def _winners(p: Promotion, source: str, spec: DrawSpec) -> list[str]:
+def _winners(promotion: Promotion, source: str, spec: DrawSpec) -> list[str]:
     out = []
-    for i, rnd in enumerate(spec.rounds):
-        if f"{source}.rounds[{i + 1}].winners" in p.unconfirmed:
+    for index, rnd in enumerate(spec.rounds):
+        if f"{source}.rounds[{index + 1}].winners" in promotion.unconfirmed:
             out.append(f"{hm(rnd.time)} (number of winners {TBC})")
             continue
         if spec.tombolas is TombolaMode.SEPARATE:
@@ -131,19 +133,20 @@ def _winners(p: Promotion, source: str, spec: DrawSpec) -> list[str]:
     return out
 
 
-def _overview(p: Promotion) -> list[Block]:
+def _overview(promotion: Promotion) -> list[Block]:
     rows = []
-    for d in p.draw_list:
-        source = f"draw_series.{d.series}" if d.series else f"draws.{d.id}"
-        rows.append((d.name, day(d.date), "; ".join(_winners(p, source, d)), _window_text(p, d)))
+    for draw in promotion.draw_list:
+        source = f"draw_series.{draw.series}" if draw.series else f"draws.{draw.id}"
+        winners = "; ".join(_winners(promotion, source, draw))
+        rows.append((draw.name, day(draw.date), winners, _window_text(promotion, draw)))
     return [
         Heading("Draws at a glance"),
         Table(("Draw", "Date", "Draw times and winners", "Earning window"), tuple(rows)),
     ]
 
 
-def _window_text(p: Promotion, draw: Draw) -> str:
-    window = earning_window(p, draw)
+def _window_text(promotion: Promotion, draw: Draw) -> str:
+    window = earning_window(promotion, draw)
     opens, closes = window.opens, window.closes - dt.timedelta(minutes=1)
     if draw.window.kind is WindowKind.PLAY_WINDOW:
         return f"{hm(window.opens)} – {hm(window.closes)} on the draw date"
@@ -155,13 +158,15 @@ def _window_text(p: Promotion, draw: Draw) -> str:
     return f"{opens:%d %B %Y %H:%M} – {closes:%d %B %Y %H:%M}"
 
 
-def _draw_section(p: Promotion, source: str, spec: DrawSpec, draws: list[Draw]) -> list[Block]:
+def _draw_section(
+    promotion: Promotion, source: str, spec: DrawSpec, draws: list[Draw]
+) -> list[Block]:
     first = draws[0]
     blocks: list[Block] = [Heading(spec.name)]
     how = "manual draw" if spec.mode is DrawMode.MANUAL else "electronic draw"
     how += f" ({spec.system})" if spec.system else ""
     how += f", {spec.place}" if spec.place else ""
-    when = ", ".join(_winners(p, source, spec))
+    when = ", ".join(_winners(promotion, source, spec))
     if len(draws) == 1:
         lines = [("Draw", f"{day(first.date)} at {when}; {how}.")]
     else:
@@ -176,9 +181,9 @@ def _draw_section(p: Promotion, source: str, spec: DrawSpec, draws: list[Draw]) 
                 "is not drawn again from the tombolas: a member wins once per draw).",
             )
         )
-    if spec.tiers is not None and tuple(spec.tiers) != tuple(p.tiers):
+    if spec.tiers is not None and tuple(spec.tiers) != tuple(promotion.tiers):
         lines.append(("Open to", f"tiers {tier_list(spec.tiers)} only."))
-    windows = {_window_text(p, d) for d in draws}
+    windows = {_window_text(promotion, d) for d in draws}
     lines.append(("Earning window", windows.pop() + "." if len(windows) == 1 else "per date."))
     lines.append(("Who qualifies", _qualification(spec)))
     lines.append(("Tickets", _tickets(spec)))
@@ -186,16 +191,17 @@ def _draw_section(p: Promotion, source: str, spec: DrawSpec, draws: list[Draw]) 
         lines.append(("Ticket caps", _caps(spec)))
     lines.append(("Entries", _activation(spec)))
     if spec.leaderboard:
-        pubs = leaderboard_publications(p, first)
+        pubs = leaderboard_publications(promotion, first)
         when_pub = f"from {pubs[0]:%d %B} to {pubs[-1]:%d %B %Y}" if pubs else "weekly"
         lines.append(
             (
                 "Leaderboards",
                 f"separate slots and tables boards of qualifiers, updated every "
-                f"{p.leaderboards.weekday.value.title()} at {hm(p.leaderboards.time)} {when_pub}.",
+                f"{promotion.leaderboards.weekday.value.title()} at "
+                f"{hm(promotion.leaderboards.time)} {when_pub}.",
             )
         )
-    prize = p.prize_sets.get(spec.prize_set or "")
+    prize = promotion.prize_sets.get(spec.prize_set or "")
     if prize and prize.description:
         lines.append(("Prizes", prize.description))
     blocks.append(Bullets(tuple(lines)))
@@ -217,36 +223,38 @@ def _qualification(spec: DrawSpec) -> str:
 
 
 def _tickets(spec: DrawSpec) -> str:
-    t = spec.tickets
+    tickets = spec.tickets
     separate = spec.tombolas is TombolaMode.SEPARATE
     parts = []
-    if t.per_points:
+    if tickets.per_points:
         parts.append(_per_points_text(spec))
-    if t.min_one_if_played:
+    if tickets.min_one_if_played:
         parts.append("at least 1 ticket for any rated play in the window")
-    if t.per_visit:
+    if tickets.per_visit:
         if separate:
             scope = "with play on that side, into that side's tombola"
         elif spec.qualification.kind is QualificationKind.ACTIVES:
             scope = "in the window"
         else:
             scope = "in the window (once per member, not per side)"
-        parts.append(f"{t.per_visit} ticket{'s' * (t.per_visit != 1)} per gaming visit {scope}")
-    if t.base:
-        parts.append(f"{t.base} free ticket{'s' * (t.base != 1)} for every qualifier")
-    if t.app_bonus:
-        parts.append(f"{t.app_bonus} bonus tickets for Tsogo Sun App users")
+        parts.append(
+            f"{tickets.per_visit} ticket{'s' * (tickets.per_visit != 1)} per gaming visit {scope}"
+        )
+    if tickets.base:
+        parts.append(f"{tickets.base} free ticket{'s' * (tickets.base != 1)} for every qualifier")
+    if tickets.app_bonus:
+        parts.append(f"{tickets.app_bonus} bonus tickets for Tsogo Sun App users")
     return "; ".join(parts) + "."
 
 
 def _per_points_text(spec: DrawSpec) -> str:
     assert spec.tickets.per_points is not None
-    n = f"1 ticket per {spec.tickets.per_points:,} points"
+    rate = f"1 ticket per {spec.tickets.per_points:,} points"
     if spec.tombolas is TombolaMode.SEPARATE:
-        return f"{n} of a qualifying side, into that side's tombola (slots or tables)"
+        return f"{rate} of a qualifying side, into that side's tombola (slots or tables)"
     if spec.qualification.kind is QualificationKind.THRESHOLD:
-        return f"{n} on each qualifying side, counted separately"
-    return f"{n} on slots and on tables, counted separately"
+        return f"{rate} on each qualifying side, counted separately"
+    return f"{rate} on slots and on tables, counted separately"
 
 
 def _caps(spec: DrawSpec) -> str:
@@ -276,12 +284,12 @@ def _activation(spec: DrawSpec) -> str:
     )
 
 
-def _multipliers(p: Promotion) -> list[Block]:
-    if not p.multipliers:
+def _multipliers(promotion: Promotion) -> list[Block]:
+    if not promotion.multipliers:
         return []
     rows = tuple(
         (day(m.date), hm(m.start), hm(m.end), f"{m.factor.normalize()}x", " and ".join(m.sides))
-        for m in sorted(p.multipliers, key=lambda m: (m.date, m.start))
+        for m in sorted(promotion.multipliers, key=lambda m: (m.date, m.start))
     )
     return [
         Heading("Points multipliers"),
@@ -294,21 +302,21 @@ def _multipliers(p: Promotion) -> list[Block]:
     ]
 
 
-def _leaderboards(p: Promotion) -> list[Block]:
-    boards = [d for d in p.draw_list if d.leaderboard]
+def _leaderboards(promotion: Promotion) -> list[Block]:
+    boards = [d for d in promotion.draw_list if d.leaderboard]
     if not boards:
         return []
-    cfg = p.leaderboards
+    cfg = promotion.leaderboards
     text = f"Public leaderboards are updated every {cfg.weekday.value.title()} at {hm(cfg.time)}"
     if cfg.last_update:
         text += f"; the last update is on {day(cfg.last_update)}, showing the final qualifiers"
     return [Heading("Leaderboard updates"), Paragraph(text + ".")]
 
 
-def _jackpots(p: Promotion, name: str, spec: JackpotSeries) -> list[Block]:
+def _jackpots(promotion: Promotion, name: str, spec: JackpotSeries) -> list[Block]:
     source = f"jackpot_series.{name}"
-    sessions = [s for s in p.jackpot_sessions if s.series == name]
-    times = jackpot_times(p, sessions[0]) if sessions and not spec.times.random else ()
+    sessions = [s for s in promotion.jackpot_sessions if s.series == name]
+    times = jackpot_times(promotion, sessions[0]) if sessions and not spec.times.random else ()
     if spec.times.every_minutes and times:
         when = (
             f"a jackpot every {spec.times.every_minutes} minutes from {hm(times[0])} to "
@@ -320,11 +328,11 @@ def _jackpots(p: Promotion, name: str, spec: JackpotSeries) -> list[Block]:
         when = f"{spec.times.random} jackpots at random times"
     empty = (
         TBC
-        if f"{source}.empty_pool" in p.unconfirmed
+        if f"{source}.empty_pool" in promotion.unconfirmed
         else f"selection is retried {spec.empty_pool.retries} times, "
         f"{spec.empty_pool.retry_seconds} seconds apart"
     )
-    prize = p.prize_sets.get(spec.prize_set or "")
+    prize = promotion.prize_sets.get(spec.prize_set or "")
     lines = [
         ("Sessions", f"from {hm(spec.start)} to {hm(spec.end)} on each date above; {when}."),
         (
@@ -360,30 +368,30 @@ def _jackpots(p: Promotion, name: str, spec: JackpotSeries) -> list[Block]:
     ]
 
 
-def _claims(p: Promotion) -> list[Block]:
-    c = p.claims
-    ids = ", ".join(c.identification)
+def _claims(promotion: Promotion) -> list[Block]:
+    claims = promotion.claims
+    ids = ", ".join(claims.identification)
     return [
         Heading("Claims and prize collection"),
         Bullets(
             (
                 (
                     "Claim",
-                    f"a winner (or proxy) has {c.claim_seconds} seconds from the announcement "
+                    f"a winner (or proxy) has {claims.claim_seconds} seconds from the announcement "
                     f"to present with identification ({ids}) and the ticket receipt; "
                     "otherwise a redraw picks another winner.",
                 ),
                 ("Once per draw", "a member may be drawn more than once but wins once per draw."),
                 (
                     "Proxies",
-                    f"proxy forms are available from {hm(c.proxy_forms_open)} until "
-                    f"{c.proxy_cutoff_minutes} minutes before each draw. A proxy may represent "
-                    "one participant only and never receives the prize.",
+                    f"proxy forms are available from {hm(claims.proxy_forms_open)} until "
+                    f"{claims.proxy_cutoff_minutes} minutes before each draw. A proxy may "
+                    "represent one participant only and never receives the prize.",
                 ),
                 (
                     "Collection",
                     f"prizes are collected and signed for by the winner (not a proxy) within "
-                    f"{c.prize_letter_days} days of the draw.",
+                    f"{claims.prize_letter_days} days of the draw.",
                 ),
             )
         ),

@@ -99,13 +99,13 @@ def _actions(
 
 
 def _draw_alerts(inp: Inputs) -> Iterator[Row]:
-    for p, book, cid in draw_claims(inp):
+    for promotion, book, cid in draw_claims(inp):
         claim = book.claims[cid]
         (tombola, number), _ = book.claim_round[cid]
         state, place = str(claim.state), inp.places.get(claim.card)
         name = inp.names.get(claim.card, "")
         title = f"{book.plan.name}, round {number}"
-        base = f"/promotions/{p.id}/draws/{book.plan.draw_id}"
+        base = f"/promotions/{promotion.id}/draws/{book.plan.draw_id}"
         is_open = state in OPEN_DRAW
         deadline = claim.deadline if state == "announced" else None
         since, changed = claim.history[0].at, claim.history[-1].at
@@ -114,7 +114,7 @@ def _draw_alerts(inp: Inputs) -> Iterator[Row]:
             "subject": book.subject,
             "claim": cid,
             "kind": "draw",
-            "promotion": p.id,
+            "promotion": promotion.id,
             "draw": book.plan.draw_id,
             "title": title,
             "round": number,
@@ -131,33 +131,33 @@ def _draw_alerts(inp: Inputs) -> Iterator[Row]:
             "seat": place.seat if place else None,
             "actions": list(endpoints),
             "endpoints": endpoints,
-            "announcement": _draw_pa(p, book, cid, name),
+            "announcement": _draw_pa(promotion, book, cid, name),
             "outcome": OUTCOMES.get(state),
         }
         yield is_open, deadline, since, changed, row
 
 
 def _raps_alerts(inp: Inputs) -> Iterator[Row]:
-    for p in inp.promotions:
-        for session in p.jackpot_sessions:
-            book = inp.sessions.get(f"{p.id}.{session.id}")
+    for promotion in inp.promotions:
+        for session in promotion.jackpot_sessions:
+            book = inp.sessions.get(f"{promotion.id}.{session.id}")
             if book is not None:
                 for cid in book.claims:
-                    yield _raps_alert(inp, p, session, book, cid)
+                    yield _raps_alert(inp, promotion, session, book, cid)
 
 
 def _raps_alert(
-    inp: Inputs, p: Promotion, session: JackpotSession, book: RapsBook, cid: int
+    inp: Inputs, promotion: Promotion, session: JackpotSession, book: RapsBook, cid: int
 ) -> Row:
     claim = book.claims[cid]
-    n = book.claim_jackpot[cid]
-    st = book.jackpot(n)
+    number = book.claim_jackpot[cid]
+    st = book.jackpot(number)
     seat = _seat(st, claim.card)
     state, name = str(claim.state), inp.names.get(claim.card, "")
     is_open = state in OPEN_RAPS
     endpoints: dict[str, str] = {}
     if is_open:
-        base = f"/promotions/{p.id}/jackpots/{session.id}"
+        base = f"/promotions/{promotion.id}/jackpots/{session.id}"
         endpoints = _actions(claim, cid, RAPS_ACTIONS, base, inp.now)
         signed = book.register.has_declined(claim.card)
         if not signed:
@@ -169,10 +169,10 @@ def _raps_alert(
         "subject": book.subject,
         "claim": cid,
         "kind": "raps",
-        "promotion": p.id,
+        "promotion": promotion.id,
         "session": session.id,
-        "title": f"{session.name} #{n}",
-        "jackpot": n,
+        "title": f"{session.name} #{number}",
+        "jackpot": number,
         "state": state,
         "since": inp.iso(since),
         "changed": inp.iso(changed),
@@ -185,7 +185,7 @@ def _raps_alert(
         "seat": seat,
         "actions": list(endpoints),
         "endpoints": endpoints,
-        "announcement": _raps_pa(p, st, claim, name),
+        "announcement": _raps_pa(promotion, st, claim, name),
         "outcome": "won" if claim.won else ("reselected" if state == "reselected" else None),
     }
     return is_open, deadline, since, changed, row
@@ -219,7 +219,7 @@ _RAPS_MOMENTS = {
 }
 
 
-def _draw_pa(p: Promotion, book: DrawBook, cid: int, name: str) -> str | None:
+def _draw_pa(promotion: Promotion, book: DrawBook, cid: int, name: str) -> str | None:
     """What the host says now about a draw claim (its latest step), or None."""
     claim = book.claims[cid]
     last = claim.history[-1]
@@ -245,10 +245,10 @@ def _draw_pa(p: Promotion, book: DrawBook, cid: int, name: str) -> str | None:
         value_cents=claim.prize.value_cents if claim.prize else None,
         proxy=claim.presenter if claim.presenter not in (None, claim.card) else "",
     )
-    return _say(p, book.subject, event, name)
+    return _say(promotion, book.subject, event, name)
 
 
-def _raps_pa(p: Promotion, st: JackpotState, claim: RapsClaim, name: str) -> str | None:
+def _raps_pa(promotion: Promotion, st: JackpotState, claim: RapsClaim, name: str) -> str | None:
     """What the host says now about a RAPS claim, or None (the crew's own steps at the
     device are not announced)."""
     last = claim.history[-1]
@@ -269,12 +269,12 @@ def _raps_pa(p: Promotion, st: JackpotState, claim: RapsClaim, name: str) -> str
         bank=claim.bank,
         after_not_owner=last.before == "not_owner",
     )
-    return _say(p, st.jackpot_id, event, name)
+    return _say(promotion, st.jackpot_id, event, name)
 
 
-def _say(p: Promotion, draw_id: str, event: WinnerEvent, name: str) -> str | None:
+def _say(promotion: Promotion, draw_id: str, event: WinnerEvent, name: str) -> str | None:
     try:
-        return pa_text(event, occasion_of(p, draw_id), name)
+        return pa_text(event, occasion_of(promotion, draw_id), name)
     except NotFoundError:
         return None
 

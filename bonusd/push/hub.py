@@ -246,18 +246,18 @@ class PushHub:
         does for its own objects (`gc.freeze`): a full pass over 2,000 connections'
         objects stalls every screen for ~200 ms. When many have left, collect
         everything once and freeze again, so closed connections' cycles are freed."""
-        n = self.subscribers
-        self._gc_quiet = self._gc_quiet + 1 if n == self._gc_seen else 0
-        self._gc_seen = n
-        grew, shrank = n - self._gc_frozen, self._gc_frozen - n
+        subscribers = self.subscribers
+        self._gc_quiet = self._gc_quiet + 1 if subscribers == self._gc_seen else 0
+        self._gc_seen = subscribers
+        grew, shrank = subscribers - self._gc_frozen, self._gc_frozen - subscribers
         if self._gc_quiet < GC_QUIET_TICKS or max(grew, shrank) < GC_WAVE:
             return
         if shrank > 0:
             gc.unfreeze()
         gc.collect()
         gc.freeze()
-        self._gc_frozen = n
-        logger.info("push: %d connection(s) settled; kept out of full collections", n)
+        self._gc_frozen = subscribers
+        logger.info("push: %d connection(s) settled; kept out of full collections", subscribers)
 
     def _at(self) -> str:
         return self._clock.now().astimezone(self._zone).isoformat(timespec="seconds")

@@ -76,8 +76,8 @@ def _number(value: Decimal) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
-def _today(p: Promotion, now: dt.datetime) -> dt.date:
-    return p.calendar.gaming_day(now)
+def _today(promotion: Promotion, now: dt.datetime) -> dt.date:
+    return promotion.calendar.gaming_day(now)
 
 
 # -- what to read -------------------------------------------------------------------------
@@ -85,11 +85,11 @@ def relevant_draws(promotions: tuple[Promotion, ...], now: dt.datetime) -> list[
     """(promotion, draw) of the draws whose books a view reads: those of yesterday, today
     and tomorrow (gaming days); an older or later draw has no claim or pick to show."""
     out = []
-    for p in promotions:
-        today = _today(p, now)
-        for d in p.draw_list:
-            if abs((d.date - today).days) <= 1:
-                out.append((p.id, d.id))
+    for promotion in promotions:
+        today = _today(promotion, now)
+        for draw in promotion.draw_list:
+            if abs((draw.date - today).days) <= 1:
+                out.append((promotion.id, draw.id))
     return out
 
 
@@ -113,14 +113,14 @@ def current_promotion(promotions: tuple[Promotion, ...], now: dt.datetime) -> Pr
 def board_draws(promotions: tuple[Promotion, ...], now: dt.datetime) -> list[tuple[str, str]]:
     """(promotion, draw) whose published boards signage shows: of the current promotion,
     the first draw with public boards not yet past, else its last one."""
-    p = current_promotion(promotions, now)
-    if p is None:
+    promotion = current_promotion(promotions, now)
+    if promotion is None:
         return []
-    boards = [d for d in p.draw_list if d.leaderboard]
+    boards = [d for d in promotion.draw_list if d.leaderboard]
     if not boards:
         return []
-    ahead = [d for d in boards if d.date >= _today(p, now)]
-    return [(p.id, (ahead[0] if ahead else boards[-1]).id)]
+    ahead = [d for d in boards if d.date >= _today(promotion, now)]
+    return [(promotion.id, (ahead[0] if ahead else boards[-1]).id)]
 
 
 def cards_needed(
@@ -138,11 +138,13 @@ def cards_needed(
 # -- signage ------------------------------------------------------------------------------
 def signage_view(inp: Inputs, area: str) -> View:
     """The public view of one area: masked, no full name and no full card number."""
-    p = current_promotion(inp.promotions, inp.now)
+    promotion = current_promotion(inp.promotions, inp.now)
     return {
-        "promotion": {"id": p.id, "name": p.name, "site": p.site} if p else None,
+        "promotion": {"id": promotion.id, "name": promotion.name, "site": promotion.site}
+        if promotion
+        else None,
         "next_draw": _next_draw(inp),
-        "multiplier": _multiplier(inp, p),
+        "multiplier": _multiplier(inp, promotion),
         "boards": _boards(inp),
         "announcements": _announcements(inp),
         "jackpot": _jackpot(inp, area),
@@ -155,31 +157,31 @@ def _drawn(book: DrawBook | None, number: int) -> bool:
 
 def _next_draw(inp: Inputs) -> dict[str, Any] | None:
     found: tuple[dt.datetime, Promotion, Draw, int] | None = None
-    for p in inp.promotions:
-        for d in p.draw_list:
-            book = inp.draws.get(f"{p.id}.{d.id}")
-            for number, at in enumerate(round_instants(p, d), 1):
+    for promotion in inp.promotions:
+        for draw in promotion.draw_list:
+            book = inp.draws.get(f"{promotion.id}.{draw.id}")
+            for number, at in enumerate(round_instants(promotion, draw), 1):
                 if at < inp.now - LINGER or _drawn(book, number):
                     continue
                 if found is None or at < found[0]:
-                    found = (at, p, d, number)
+                    found = (at, promotion, draw, number)
     if found is None:
         return None
-    at, p, d, number = found
-    book = inp.draws.get(f"{p.id}.{d.id}")
+    at, promotion, draw, number = found
+    book = inp.draws.get(f"{promotion.id}.{draw.id}")
     commitments = {}
     if book is not None:
         commitments = {
             t: r.seed_commitment for (t, n), r in book.draw.rounds.items() if n == number
         }
     return {
-        "promotion": p.id,
-        "draw": d.id,
-        "name": d.name,
+        "promotion": promotion.id,
+        "draw": draw.id,
+        "name": draw.name,
         "round": number,
         "at": inp.iso(at),
-        "place": d.place,
-        "manual": d.mode.value == "manual",
+        "place": draw.place,
+        "manual": draw.mode.value == "manual",
         "commitment": next(iter(commitments.values()), None),
         "commitments": commitments,
     }
@@ -187,18 +189,18 @@ def _next_draw(inp: Inputs) -> dict[str, Any] | None:
 
 def _multiplier(inp: Inputs, current: Promotion | None) -> dict[str, Any] | None:
     ordered = sorted(inp.promotions, key=lambda p: p is not current)
-    for p in ordered:
-        for w in multiplier_windows(p):
-            if w.opens <= inp.now < w.closes:
-                factor = _number(w.factor)
+    for promotion in ordered:
+        for window in multiplier_windows(promotion):
+            if window.opens <= inp.now < window.closes:
+                factor = _number(window.factor)
                 return {
                     "factor": factor,
-                    "starts_at": inp.iso(w.opens),
-                    "ends_at": inp.iso(w.closes),
+                    "starts_at": inp.iso(window.opens),
+                    "ends_at": inp.iso(window.closes),
                     "label": f"{factor}x points",
-                    "promotion": p.id,
-                    "id": w.id,
-                    "sides": sorted(s.value for s in w.sides),
+                    "promotion": promotion.id,
+                    "id": window.id,
+                    "sides": sorted(s.value for s in window.sides),
                 }
     return None
 
@@ -212,9 +214,9 @@ def _boards(inp: Inputs) -> dict[str, Any] | None:
     for side in ("slots", "tables"):
         board = inp.boards.get((pid, draw_id, side), {})
         rows = []
-        for e in list(board.get("entries", ()))[:BOARD_ROWS]:
-            shown = public_member(inp.names.get(str(e["card"]), ""), str(e["card"]))
-            rows.append({"rank": e["position"], **shown, "points": e["points"]})
+        for entry in list(board.get("entries", ()))[:BOARD_ROWS]:
+            shown = public_member(inp.names.get(str(entry["card"]), ""), str(entry["card"]))
+            rows.append({"rank": entry["position"], **shown, "points": entry["points"]})
         out[side] = rows
         if board.get("published_at"):
             at = inp.iso(dt.datetime.fromisoformat(board["published_at"]))
@@ -223,24 +225,24 @@ def _boards(inp: Inputs) -> dict[str, Any] | None:
 
 
 def draw_claims(inp: Inputs) -> Iterator[tuple[Promotion, DrawBook, int]]:
-    for p in inp.promotions:
-        for d in p.draw_list:
-            book = inp.draws.get(f"{p.id}.{d.id}")
+    for promotion in inp.promotions:
+        for draw in promotion.draw_list:
+            book = inp.draws.get(f"{promotion.id}.{draw.id}")
             if book is not None:
                 for cid in book.claims:
-                    yield p, book, cid
+                    yield promotion, book, cid
 
 
 def _announcements(inp: Inputs) -> list[dict[str, Any]]:
     rows = []
-    for p, book, cid in draw_claims(inp):
-        if p.draw(book.plan.draw_id).date != _today(p, inp.now):
+    for promotion, book, cid in draw_claims(inp):
+        if promotion.draw(book.plan.draw_id).date != _today(promotion, inp.now):
             continue
         claim = book.claims[cid]
         (tombola, number), _ = book.claim_round[cid]
         state = str(claim.state)
         row = {
-            "promotion": p.id,
+            "promotion": promotion.id,
             "draw": book.plan.draw_id,
             "title": book.plan.name,
             "claim": cid,
@@ -268,10 +270,10 @@ def _jackpot_shown(book: RapsBook, now: dt.datetime) -> JackpotState | None:
 
 
 def _jackpot(inp: Inputs, area: str) -> dict[str, Any] | None:
-    for p in inp.promotions:
-        for s in p.jackpot_sessions:
-            book = inp.sessions.get(f"{p.id}.{s.id}")
-            if book is None or area not in s.areas:
+    for promotion in inp.promotions:
+        for session in promotion.jackpot_sessions:
+            book = inp.sessions.get(f"{promotion.id}.{session.id}")
+            if book is None or area not in session.areas:
                 continue
             st = _jackpot_shown(book, inp.now)
             if st is None:
@@ -286,11 +288,13 @@ def _jackpot(inp: Inputs, area: str) -> dict[str, Any] | None:
                 state = str(claim.state)
             else:
                 state = st.outcome or ("retrying" if st.retry_at else "drawn")
-            values = p.prize_sets[s.prize_set].values_cents if s.prize_set else []
+            values = (
+                promotion.prize_sets[session.prize_set].values_cents if session.prize_set else []
+            )
             return {
-                "promotion": p.id,
-                "session": s.id,
-                "name": s.name,
+                "promotion": promotion.id,
+                "session": session.id,
+                "name": session.name,
                 "number": st.number,
                 "at": inp.iso(st.at),
                 "amount_cents": values[(st.number - 1) % len(values)] if values else None,

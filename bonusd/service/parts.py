@@ -122,9 +122,10 @@ def push_hub(
 ) -> PushHub:
     """The push hub, reading books through desks of its own: a book the service's desks
     are changing (command run, commit pending) is never what a screen shows."""
-    r, k, a, c, p = redis, keys, audit, clock, promotions
-    draws = DrawDesk(redis=r, keys=k, audit=a, promotions=p, clock=c)
-    jackpots = JackpotDesk(redis=r, keys=k, audit=a, promotions=p, clock=c, calendar=calendar)
+    draws = DrawDesk(redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock)
+    jackpots = JackpotDesk(
+        redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock, calendar=calendar
+    )
     return PushHub(
         redis=redis,
         keys=keys,

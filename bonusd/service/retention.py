@@ -135,9 +135,9 @@ class SweepReport:
     pruned: list[str] = field(default_factory=list)  # archive files deleted
     pending: bool = False  # the batch limit was reached: more next sweep
 
-    def count(self, family: str, n: int) -> None:
-        if n:
-            self.removed[family] += n
+    def count(self, family: str, amount: int) -> None:
+        if amount:
+            self.removed[family] += amount
 
     def __str__(self) -> str:
         parts = [f"{n} {fam}" for fam, n in sorted(self.removed.items()) if n]
@@ -263,8 +263,8 @@ class RetentionSweeper:
             rows = cast(list[str], await self.redis.lrange(key, start, start + self.batch - 1))
             if not rows:
                 break
-            n = self.archive.append(from_jsonl("\n".join(rows)))
-            written, start = written + n, start + n
+            appended = self.archive.append(from_jsonl("\n".join(rows)))
+            written, start = written + appended, start + appended
         return written
 
     async def _days(self, today: dt.date, report: SweepReport) -> None:
@@ -310,10 +310,10 @@ class RetentionSweeper:
             tail = key.rsplit(":", 1)[1]
             if tail.isdigit() and not self.policy.keep_seen(int(tail), now_ms):
                 old.append(key)
-        for i in range(0, len(old), self.batch):
+        for offset in range(0, len(old), self.batch):
             if not self._budget():
                 return
-            report.count("seen", int(await self.redis.unlink(*old[i : i + self.batch])))
+            report.count("seen", int(await self.redis.unlink(*old[offset : offset + self.batch])))
 
     async def _deadletters(self, report: SweepReport) -> None:
         if not self._budget():
@@ -327,10 +327,10 @@ class RetentionSweeper:
     async def _tokens(self, now: dt.datetime, report: SweepReport) -> None:
         index = self.keys.tokens
         ids = sorted(cast(set[str], await self.redis.smembers(index)))
-        for i in range(0, len(ids), self.batch):
+        for offset in range(0, len(ids), self.batch):
             if not self._budget():
                 return
-            part = ids[i : i + self.batch]
+            part = ids[offset : offset + self.batch]
             async with self.redis.pipeline(transaction=False) as pipe:
                 for token_id in part:
                     pipe.hmget(self.keys.token(token_id), ["expires", "revoked"])

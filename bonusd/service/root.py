@@ -309,23 +309,25 @@ class Service:
         old = {p.id: p for p in self.promotions}
         now = self.clock.now().isoformat()
         records = []
-        for p in new:
-            if p.id not in old:
+        for promotion in new:
+            if promotion.id not in old:
                 changes = ["promotion added"]
             else:
-                changes = [str(c) for c in diff_promotions(old[p.id], p)]
+                changes = [str(c) for c in diff_promotions(old[promotion.id], promotion)]
             if changes:
-                records.append({"at": now, "actor": actor, "promotion": p.id, "changes": changes})
+                records.append(
+                    {"at": now, "actor": actor, "promotion": promotion.id, "changes": changes}
+                )
         for pid in old.keys() - {p.id for p in new}:
             records.append(
                 {"at": now, "actor": actor, "promotion": pid, "changes": ["promotion removed"]}
             )
-        for r in records:  # into the hash-chained audit trail, with who and when
+        for record in records:  # into the hash-chained audit trail, with who and when
             await self.audit.append(
                 at=self.clock.now(),
                 actor=actor,
                 kind=Kind.RULE_CHANGE,
-                payload={"promotion": r["promotion"], "changes": r["changes"]},
+                payload={"promotion": record["promotion"], "changes": record["changes"]},
             )
         self._apply_promotions(new)
         await self.rules.publish()  # the other daemons of the site follow

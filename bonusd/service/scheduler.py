@@ -75,8 +75,8 @@ class Scheduler:
         """Every action of every promotion, in order. Random jackpot times come from a seed
         kept per promotion in Redis, so a restart sees the same times."""
         out: list[TimedAction] = []
-        for p in self._promotions:
-            out += await promotion_timetable(self._redis, self._keys, p)
+        for promotion in self._promotions:
+            out += await promotion_timetable(self._redis, self._keys, promotion)
         return sorted(out, key=lambda a: a.sort_key)
 
     def _superseded(self, action: TimedAction, later: list[TimedAction]) -> bool:
@@ -98,8 +98,10 @@ class Scheduler:
                 return True
         return False
 
-    def _marker(self, a: TimedAction) -> str:
-        return self._keys.fired(f"{a.at.isoformat()}:{a.action.value}:{':'.join(a.ids)}")
+    def _marker(self, action: TimedAction) -> str:
+        return self._keys.fired(
+            f"{action.at.isoformat()}:{action.action.value}:{':'.join(action.ids)}"
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -120,13 +122,13 @@ class Scheduler:
                     return
         actions = [a for a in timetable if a.action in self._handlers]
         logger.info("scheduler: %d timed action(s) with handlers", len(actions))
-        for n, action in enumerate(actions):
+        for position, action in enumerate(actions):
             self.next_at = action.at
             if action.at > self._clock.now():
                 self.caught_up.set()
             if await sleep_until_or_stop(self._clock, action.at, stop, self._reloaded):
                 return
-            if self._superseded(action, actions[n + 1 :]):
+            if self._superseded(action, actions[position + 1 :]):
                 continue
             backoff.reset()
             while True:

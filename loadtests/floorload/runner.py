@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -32,19 +29,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import redis
 import redis.asyncio as aioredis
 
 from bonusd.access.auth import TokenStore
 from bonusd.promotions import Promotion
 from floorload import prepare, report
-from floorload.config import CONFIG_ENV, LoadConfig, Options, Tokens
+from floorload.config import LoadConfig, Options, Tokens
+from floorload.locustrun import full_phase, run_locust
 from floorload.sampler import Sampler
-from floorload.scenarios import ROOT, Scenario
+from floorload.scenarios import Scenario
 from floorload.services import (
     BareSubscriber,
-    Metrics,
     forget_session,
     open_draw,
     publish_all,
@@ -55,7 +51,6 @@ from floorload.services import (
 )
 from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 
-LOCUSTFILE = ROOT / "loadtests" / "locustfile.py"
 MQTT_CLASSES = ("EgmBank", "TablePit", "IngestProbe")
 
 
@@ -91,46 +86,6 @@ def users_of(scn: Scenario) -> dict[str, int]:
     }
 
 
-def run_locust(
-    cfg: LoadConfig, classes: list[str], seconds: int, prefix: Path, processes: int
-) -> tuple[subprocess.Popen[bytes], Path]:
-    """Start locust headless for `seconds` on `classes`; its report files get `prefix`.
-    The config (it holds the run's tokens) stays in the run's work folder."""
-    path = Path(cfg.slices).parent / f"{prefix.name}-config.json"
-    cfg.write(path)
-    total = sum(cfg.users[c] for c in classes)
-    cmd = [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        str(LOCUSTFILE),
-        "--headless",
-        "-u",
-        str(total),
-        "-r",
-        str(max(10, total // 4)),
-        "--run-time",
-        f"{seconds}s",
-        "--stop-timeout",
-        "5",
-        "--csv",
-        str(prefix),
-        "--html",
-        str(prefix.parent / f"{prefix.name}.html"),
-        "--only-summary",
-        "--loglevel",
-        "WARNING",
-    ]
-    if processes:
-        cmd += ["--processes", str(processes)]
-    log = prefix.parent / f"{prefix.name}.log"
-    with log.open("wb") as out:
-        env = {**os.environ, CONFIG_ENV: str(path)}
-        proc = subprocess.Popen([*cmd, *classes], env=env, stdout=out, stderr=subprocess.STDOUT)
-    return proc, log
-
-
 def redis_pid(url: str) -> int | None:
     info: dict[str, Any] = redis.Redis.from_url(url).info("server")
     return int(info["process_id"]) if "process_id" in info else None
@@ -161,176 +116,194 @@ def wait_applied(base: str, target: float, timeout: float = 120.0) -> float:
     return applied
 
 
-def drained(base: str, timeout: float = 30.0) -> None:
-    """Wait until the daemon has nothing pending (what locust published is committed)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        h = httpx.get(f"{base}/health", timeout=5).json()
-        if int(h.get("pending_messages", 0)) == 0 and float(h["ingest_lag_seconds"]) == 0:
-            return
-        time.sleep(0.5)
-
-
 def daemon_pid(daemon: subprocess.Popen[bytes] | None) -> int | None:
     return daemon.pid if daemon is not None else None
 
 
-def full_phase(
-    cfg: LoadConfig, opts: Options, base: str, pids: dict[str, int | None]
-) -> dict[str, Any]:
-    """Every user for the run time: start-up (until the settle file appears) and steady
-    part, each with the daemon's metrics and the samples of its own seconds."""
-    settled = Path(cfg.extra["settled"]) if cfg.extra.get("settled") else None
-    before = scrape(base)
-    at_settle: Metrics | None = None
-    proc, _log = run_locust(
-        cfg, list(cfg.users), opts.run_time_s, opts.out / "locust", opts.processes
-    )
-    t_start = t_settle = time.monotonic()
-    with Sampler({**pids, "locust": proc.pid}, f"{base}/health") as sampler:
-        mark = 0
-        while proc.poll() is None:
-            if settled is not None and at_settle is None and settled.exists():
-                at_settle, mark, t_settle = scrape(base), sampler.mark(), time.monotonic()
-            time.sleep(0.2)
-    t_end = time.monotonic()
-    at_end = scrape(base)
-    drained(base)
-    steady_from = at_settle or before
-    out: dict[str, Any] = {
-        "seconds": opts.run_time_s,
-        "steady_s": round(t_end - t_settle, 1),
-        "locust_exit": proc.returncode,
-        "metrics_steady": at_end.minus(steady_from),
-        "metrics_drained": scrape(base).minus(before),
-        "samples_steady": sampler.samples.summary(mark),
-    }
-    if at_settle is not None and settled is not None:
-        out["startup"] = {
-            "seconds": round(t_settle - t_start, 1),
-            **json.loads(settled.read_text()),
-            "metrics": at_settle.minus(before),
-            "samples": sampler.samples.summary(0, mark),
-        }
-    return out
-
-
 def run(scn: Scenario, opts: Options) -> dict[str, Any]:
-    opts.out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"bonusd-load-{scn.name}-"))
-    tag = uuid.uuid4().hex[:6]
-    site = prepare.Site(opts.site or f"lt-{tag}", opts.key_prefix, opts.topic_prefix)
-    broker = LocalMosquitto(work / "mosquitto") if opts.mqtt_url is None else None
-    own_redis = PrivateRedis(work / "redis") if opts.redis_url is None else None
-    for server in (broker, own_redis):
-        if server is not None:
-            server.start()
-    mqtt_url = opts.mqtt_url or (broker.url if broker else "")
-    redis_url = opts.redis_url or (own_redis.url if own_redis else "")
-    mq = urlsplit(mqtt_url)
-    mq_host, mq_port = mq.hostname or "127.0.0.1", mq.port or 1883
-    http_port = free_port()
-    base = opts.daemon_url or f"http://127.0.0.1:{http_port}"
-    daemon: subprocess.Popen[bytes] | None = None
-    tokens: Tokens | None = None
-    results: dict[str, Any] = {"scenario": scn.name, "site": site.site}
-    t_setup = time.monotonic()
+    """Run the scenario end to end; returns the summary the report holds."""
+    r = ScenarioRun(scn, opts)
+    r.start_servers()
     try:
+        r.set_up()
+        shared = r.server_pids()
+        if opts.baseline_s:
+            r.results["baseline"] = r.baseline(shared)
+        r.warm_up()
+        r.results["full"] = r.full(shared)
+    finally:
+        r.tear_down()
+    return report.write(scn, opts, r.results, r.stream, r.users)
+
+
+class ScenarioRun:
+    """One run of a scenario: its site, work folder and servers, the daemon, and what
+    the set-up and each phase found (`results`)."""
+
+    # set by start_servers
+    mqtt_url: str
+    redis_url: str
+    mq_host: str
+    mq_port: int
+    http_port: int
+    base: str
+    t_setup: float
+    # set by set_up
+    env: dict[str, str]
+    promotion_id: str
+    draw: str
+    stream: prepare.Stream
+    gaming_day: str
+    users: dict[str, int]
+
+    def __init__(self, scn: Scenario, opts: Options) -> None:
+        self.scn, self.opts = scn, opts
+        opts.out.mkdir(parents=True, exist_ok=True)
+        self.work = Path(tempfile.mkdtemp(prefix=f"bonusd-load-{scn.name}-"))
+        self.tag = uuid.uuid4().hex[:6]
+        self.site = prepare.Site(opts.site or f"lt-{self.tag}", opts.key_prefix, opts.topic_prefix)
+        self.broker = LocalMosquitto(self.work / "mosquitto") if opts.mqtt_url is None else None
+        self.own_redis = PrivateRedis(self.work / "redis") if opts.redis_url is None else None
+        self.daemon: subprocess.Popen[bytes] | None = None
+        self.tokens: Tokens | None = None
+        self.results: dict[str, Any] = {"scenario": scn.name, "site": self.site.site}
+
+    def start_servers(self) -> None:
+        """Start the throwaway broker and Redis (those the options do not name)."""
+        opts, broker, own_redis = self.opts, self.broker, self.own_redis
+        for server in (broker, own_redis):
+            if server is not None:
+                server.start()
+        self.mqtt_url = opts.mqtt_url or (broker.url if broker else "")
+        self.redis_url = opts.redis_url or (own_redis.url if own_redis else "")
+        mq = urlsplit(self.mqtt_url)
+        self.mq_host, self.mq_port = mq.hostname or "127.0.0.1", mq.port or 1883
+        self.http_port = free_port()
+        self.base = opts.daemon_url or f"http://127.0.0.1:{self.http_port}"
+        self.t_setup = time.monotonic()
+
+    def set_up(self) -> None:
+        """Import the floor, move the promotion to the site, write the stream as slices
+        and issue the tokens (not measured)."""
+        scn, opts, site, work = self.scn, self.opts, self.site, self.work
         spec, floor, start = prepare.build(scn)
         measured = start + dt.timedelta(seconds=scn.warmup_s)
         shift = dt.timedelta(0)
         clock_start = measured - dt.timedelta(seconds=15)
         if opts.daemon_url:
-            clock = dt.datetime.fromisoformat(wait_healthy(base, None, work / "none")["clock"])
+            clock = dt.datetime.fromisoformat(wait_healthy(self.base, None, work / "none")["clock"])
             shift, clock_start = clock - measured, clock
-        env = site.daemon_env(
-            redis_url=redis_url, mqtt_url=mqtt_url, http_port=http_port, work=work, zone=spec.zone
+        self.env = site.daemon_env(
+            redis_url=self.redis_url, mqtt_url=self.mqtt_url, http_port=self.http_port,
+            work=work, zone=spec.zone,
         ) | {
             "BONUSD_CLOCK": "simulated",
             "BONUSD_CLOCK_START": clock_start.isoformat(),
             "BONUSD_CLOCK_SPEED": str(opts.speed),
             "BONUSD_LOG_LEVEL": "WARNING",
-        }
-        importing = prepare.start_imports(floor, work / "registry", env)
+        }  # fmt: skip
+        importing = prepare.start_imports(floor, work / "registry", self.env)
         promotion = prepare.write_promotion(scn.promotion, site.site, work / "promotions")
-        promotion_id, draw = promotion.id, pick_draw(promotion, start.date())
+        self.promotion_id, self.draw = promotion.id, pick_draw(promotion, start.date())
         seconds = (max(opts.run_time_s, opts.baseline_s) + 30) * opts.speed
-        stream = prepare.write_stream(
+        self.stream = prepare.write_stream(
             scn, floor, start, promotion, zone=spec.zone, seconds=seconds,
             folder=work / "slices", shift=shift,
         )  # fmt: skip
-        results["import"] = prepare.wait_imports(importing, work / "registry")
+        self.gaming_day = start.date().isoformat()
+        self.results["import"] = prepare.wait_imports(importing, work / "registry")
         areas = sorted(scn.signage)
-        tokens = asyncio.run(prepare.issue_tokens(redis_url, site.keys, areas, clock_start))
+        self.tokens = asyncio.run(
+            prepare.issue_tokens(self.redis_url, site.keys, areas, clock_start)
+        )
         if opts.daemon_url:  # its own promotions, not the scenario's copy
-            promotion_id, draw = open_draw(base, tokens.desk) or (promotion.id, draw)
-        results["setup_s"] = round(time.monotonic() - t_setup, 1)
-        users = users_of(scn)
+            opened = open_draw(self.base, self.tokens.desk)
+            self.promotion_id, self.draw = opened or (promotion.id, self.draw)
+        self.results["setup_s"] = round(time.monotonic() - self.t_setup, 1)
+        self.users = users_of(self.scn)
 
-        def config(phase: str, head: str) -> LoadConfig:
-            return LoadConfig(
-                phase=phase, run_tag=tag, speed=opts.speed, mqtt_host=mq_host,
-                mqtt_port=mq_port, topic_head=head, redis_url=redis_url,
-                key_base=site.keys.base, http_base=base if phase == "full" else "",
-                slices=str(work / "slices"), egm_slices=stream.egm_slices,
-                table_slices=stream.table_slices, users=users, signage_areas=scn.signage,
-                tokens=tokens, promotion=promotion_id, draw=draw,
-                gaming_day=start.date().isoformat(), cards=stream.floor_cards,
-                desk_wait=scn.desk_wait, kiosk_wait=scn.kiosk_wait,
-                screen_hold=scn.screen_hold,
-            )  # fmt: skip
+    def config(self, phase: str, head: str) -> LoadConfig:
+        """The locust users' config for `phase`, publishing under `head`."""
+        scn, stream = self.scn, self.stream
+        return LoadConfig(
+            phase=phase, run_tag=self.tag, speed=self.opts.speed, mqtt_host=self.mq_host,
+            mqtt_port=self.mq_port, topic_head=head, redis_url=self.redis_url,
+            key_base=self.site.keys.base, http_base=self.base if phase == "full" else "",
+            slices=str(self.work / "slices"), egm_slices=stream.egm_slices,
+            table_slices=stream.table_slices, users=self.users, signage_areas=scn.signage,
+            tokens=self.tokens, promotion=self.promotion_id, draw=self.draw,
+            gaming_day=self.gaming_day, cards=stream.floor_cards,
+            desk_wait=scn.desk_wait, kiosk_wait=scn.kiosk_wait,
+            screen_hold=scn.screen_hold,
+        )  # fmt: skip
 
+    def server_pids(self) -> dict[str, int | None]:
+        """The broker's and Redis's processes, for the CPU samples."""
+        broker = self.broker
         shared = {"broker": broker.proc.pid if broker and broker.proc else None}
-        shared["redis"] = redis_pid(redis_url)
-        if opts.baseline_s:
-            bare_head = f"{site.topic_prefix}bare/{site.site}/"
-            cfg = config("bare", bare_head)
-            with BareSubscriber(mq_host, mq_port, f"{bare_head}+/+/events") as bare:
-                proc, _log = run_locust(
-                    cfg, list(MQTT_CLASSES), opts.baseline_s, opts.out / "baseline",
-                    opts.processes,
-                )  # fmt: skip
-                pids = {**shared, "locust": proc.pid, "bare subscriber": bare.pid}
-                with Sampler(pids, None) as sampler:
-                    rc = proc.wait()
-            results["baseline"] = {
-                "seconds": opts.baseline_s,
-                "locust_exit": rc,
-                "bare_received": bare.received,
-                "samples": sampler.samples.summary(),
-            }
-        if opts.daemon_url is None:
-            daemon = start_daemon(env, work / "daemon.log")
-        wait_healthy(base, daemon, work / "daemon.log")
-        warm = [(f"{site.topic_head}{kd}/events", body) for kd, body in stream.warmup]
-        before = scrape(base)
-        results["warmup"] = {
-            "events": len(warm),
-            "publish_s": round(publish_all(mq_host, mq_port, warm), 2),
-            "applied": wait_applied(base, before.applied + len(warm)) - before.applied,
+        shared["redis"] = redis_pid(self.redis_url)
+        return shared
+
+    def baseline(self, shared: dict[str, int | None]) -> dict[str, Any]:
+        """The MQTT users play the stream to a bare subscriber, with no daemon."""
+        opts, site = self.opts, self.site
+        bare_head = f"{site.topic_prefix}bare/{site.site}/"
+        cfg = self.config("bare", bare_head)
+        with BareSubscriber(self.mq_host, self.mq_port, f"{bare_head}+/+/events") as bare:
+            proc, _log = run_locust(
+                cfg, list(MQTT_CLASSES), opts.baseline_s, opts.out / "baseline", opts.processes
+            )
+            pids = {**shared, "locust": proc.pid, "bare subscriber": bare.pid}
+            with Sampler(pids, None) as sampler:
+                rc = proc.wait()
+        return {
+            "seconds": opts.baseline_s,
+            "locust_exit": rc,
+            "bare_received": bare.received,
+            "samples": sampler.samples.summary(),
         }
-        cfg = config("full", site.topic_head)
+
+    def warm_up(self) -> None:
+        """Start the daemon (unless one runs) and publish the warm-up's card events."""
+        if self.opts.daemon_url is None:
+            self.daemon = start_daemon(self.env, self.work / "daemon.log")
+        wait_healthy(self.base, self.daemon, self.work / "daemon.log")
+        warm = [(f"{self.site.topic_head}{kd}/events", body) for kd, body in self.stream.warmup]
+        before = scrape(self.base)
+        self.results["warmup"] = {
+            "events": len(warm),
+            "publish_s": round(publish_all(self.mq_host, self.mq_port, warm), 2),
+            "applied": wait_applied(self.base, before.applied + len(warm)) - before.applied,
+        }
+
+    def full(self, shared: dict[str, int | None]) -> dict[str, Any]:
+        """Every user class against the daemon for the run time."""
+        opts = self.opts
+        cfg = self.config("full", self.site.topic_head)
         settled = opts.out / "locust-startup.json"
         settled.unlink(missing_ok=True)
         if opts.settle_s:
             cfg.extra.update(settled=str(settled), settle_s=opts.settle_s)
         cfg.extra["desk_summary"] = opts.desk_summary
-        results["full"] = full_phase(cfg, opts, base, {**shared, "daemon": daemon_pid(daemon)})
-    finally:
-        if daemon is not None:
-            results["daemon_exit"] = stop_daemon(daemon)
-            forget_session(mq_host, mq_port, f"bonusd-{site.site}")
-        if opts.daemon_url is None and own_redis is None:
-            results["keys_deleted"] = delete_site(redis_url, site.keys.base)
-        elif tokens is not None:
-            asyncio.run(_revoke(redis_url, site, tokens))
-        for server in (broker, own_redis):
+        return full_phase(cfg, opts, self.base, {**shared, "daemon": daemon_pid(self.daemon)})
+
+    def tear_down(self) -> None:
+        """Stop the daemon, delete the site's keys (or revoke the run's tokens), stop the
+        servers, keep the daemon's log in --out and delete the work folder."""
+        opts, site, work, results = self.opts, self.site, self.work, self.results
+        if self.daemon is not None:
+            results["daemon_exit"] = stop_daemon(self.daemon)
+            forget_session(self.mq_host, self.mq_port, f"bonusd-{site.site}")
+        if opts.daemon_url is None and self.own_redis is None:
+            results["keys_deleted"] = delete_site(self.redis_url, site.keys.base)
+        elif self.tokens is not None:
+            asyncio.run(_revoke(self.redis_url, site, self.tokens))
+        for server in (self.broker, self.own_redis):
             if server is not None:
                 server.stop()
         if (work / "daemon.log").exists():
             shutil.copy(work / "daemon.log", opts.out / "daemon.log")
         shutil.rmtree(work, ignore_errors=True)
-    return report.write(scn, opts, results, stream, users)
 
 
 async def _revoke(redis_url: str, site: prepare.Site, tokens: Tokens) -> None:

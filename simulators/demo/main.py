@@ -52,6 +52,7 @@ from simulators import (
     write_devices_csv,
     write_members_csv,
 )
+from simulators.demo.banner import banner, floor_sizes
 from simulators.demo.floor import (
     CrewBot,
     CrewFeed,
@@ -69,11 +70,6 @@ DEMO_START = dt.datetime.fromisoformat("2026-10-03T16:55:00+02:00")
 TOKEN_LIFETIME = dt.timedelta(days=365)  # simulated: at x60, six days of wall time
 LOCK_TTL_S = 15
 TOKEN_ROLES = (Role.SIGNAGE, Role.CREW, Role.DESK, Role.KIOSK, Role.ADMIN)
-WATCHED = {
-    Action.MULTIPLIER_STARTS: "a points multiplier window opens",
-    Action.JACKPOT: "a RAPS bonus jackpot: the crew is alerted to the winner's machine",
-    Action.DRAW_ROUND: "a draw round: its winners on the signage, the crew works the claims",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,14 +183,7 @@ class Demo:
 
     async def _run(self, admin: aioredis.Redis) -> None:
         spec = self.floor
-        floor = build_floor(
-            spec.config, seed=self.options.seed, as_of=DEMO_START.astimezone(spec.zone).date()
-        )
-        devices_csv, members_csv = io.StringIO(), io.StringIO()
-        write_devices_csv(floor, devices_csv)
-        write_members_csv(floor, members_csv)
-        devices = parse_text(Device, devices_csv.getvalue(), source="simulated devices.csv")
-        members = parse_text(Member, members_csv.getvalue(), source="simulated members.csv")
+        devices, members = self._floor_records()
         service = self.service
         async with service, contextlib.AsyncExitStack() as stack, asyncio.TaskGroup() as tg:
             clock = service.clock
@@ -209,16 +198,7 @@ class Demo:
             await clock.pause()  # 16:55 until the floor opens
             await service.store.import_devices(devices)
             await service.store.import_members(members)
-            tokens = {}
-            for role in TOKEN_ROLES:
-                issued = await service.tokens.issue(
-                    role=role,
-                    name=f"demo {role}",
-                    area="main" if role is Role.SIGNAGE else "",
-                    now=clock.now(),
-                    valid_for=TOKEN_LIFETIME,
-                )
-                tokens[role] = issued.token
+            tokens = await self._issue_tokens(clock)
             timetable = await promotion_timetable(service.redis, service.keys, self.promotion)
             tg.create_task(service.run(install_signal_handlers=False), name="daemon")
             if not await _until_serving(self.base, service.stop_event):
@@ -264,6 +244,33 @@ class Demo:
         if self.failed:
             raise BonusdError("the floor simulator failed (its output is above)")
 
+    def _floor_records(self) -> tuple[list[Device], list[Member]]:
+        """The floor's devices and members, through the CSV files a casino exports."""
+        spec = self.floor
+        floor = build_floor(
+            spec.config, seed=self.options.seed, as_of=DEMO_START.astimezone(spec.zone).date()
+        )
+        devices_csv, members_csv = io.StringIO(), io.StringIO()
+        write_devices_csv(floor, devices_csv)
+        write_members_csv(floor, members_csv)
+        devices = parse_text(Device, devices_csv.getvalue(), source="simulated devices.csv")
+        members = parse_text(Member, members_csv.getvalue(), source="simulated members.csv")
+        return devices, members
+
+    async def _issue_tokens(self, clock: SharedClock) -> dict[Role, str]:
+        """One token per page's role (signage for the main area), for the demo's life."""
+        tokens = {}
+        for role in TOKEN_ROLES:
+            issued = await self.service.tokens.issue(
+                role=role,
+                name=f"demo {role}",
+                area="main" if role is Role.SIGNAGE else "",
+                now=clock.now(),
+                valid_for=TOKEN_LIFETIME,
+            )
+            tokens[role] = issued.token
+        return tokens
+
     def _floor_failed(self) -> None:
         self.failed = True
         self.stop()
@@ -282,35 +289,11 @@ class Demo:
         self, floor_name: str, sizes: str, tokens: dict[Role, str], timetable: list[TimedAction]
     ) -> str:
         """What the demo prints: the pages with their tokens, then what to watch."""
-        p, o, base = self.promotion, self.options, self.base
-        crew = (
-            f"the demo's crew takes a claim nobody touched for {o.crew_after:g} s "
-            "(--crew-after): beat it on /crew"
-            if o.crew_after > 0
-            else "nobody but you works the claims, on /crew (--crew-after 0)"
-        )
-        lines = [
-            f"bonusd demo: site {self.keys.site}, {floor_name} ({sizes}), "
-            f"promotion {p.id} ({p.name})",
-            f"Simulated time from {DEMO_START:%a %d %b %Y %H:%M} at x{o.speed:g}, x1 while a "
-            "winner's claim is open. Every run starts over.",
-            "",
-            f"  signage (main)   {base}/signage?area=main&token={tokens[Role.SIGNAGE]}",
-            f"  crew handheld    {base}/crew   token: {tokens[Role.CREW]}",
-            f"  promotions desk  {base}/desk   token: {tokens[Role.DESK]}",
-            f"  API docs         {base}/docs   admin token: {tokens[Role.ADMIN]}",
-            f"  kiosk            token: {tokens[Role.KIOSK]}",
-            f"  health           {base}/health",
-            f"  e.g. curl -H 'Authorization: Bearer {tokens[Role.DESK]}' {base}/floor/active",
-            "",
-            "What to watch (simulated time; at x60 a simulated minute is a wall second):",
-        ]
-        todo = dict(WATCHED)
-        for item in timetable:
-            if item.action in todo:
-                lines.append(f"  {item.at.astimezone(p.zone):%H:%M}  {todo.pop(item.action)}")
-        lines += [f"  ... and more; {crew}.", "Ctrl-C stops everything."]
-        return "\n".join(lines)
+        return banner(
+            site=self.keys.site, floor_name=floor_name, sizes=sizes, promotion=self.promotion,
+            start=DEMO_START, speed=self.options.speed, crew_after=self.options.crew_after,
+            base=self.base, tokens=tokens, timetable=timetable,
+        )  # fmt: skip
 
     async def _start_simulator(self) -> asyncio.subprocess.Process:
         s, o = self.settings, self.options
@@ -323,11 +306,6 @@ class Demo:
             "--no-progress",
         ]  # fmt: skip
         return await start_simulator(args)
-
-
-def floor_sizes(devices: Sequence[Device], members: Sequence[Member]) -> str:
-    egms = sum(d.kind == "egm" for d in devices)
-    return f"{egms:,} EGMs, {len(devices) - egms:,} tables, {len(members):,} members"
 
 
 def draw_windows(timetable: Sequence[TimedAction]) -> list[DrawWindow]:

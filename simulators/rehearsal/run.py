@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
+from rich.progress import Progress
 
 from bonusd.draws.book import DrawPlan
 from bonusd.errors import BonusdError
@@ -45,7 +46,7 @@ from bonusd.promotions.schedule import jackpot_times
 from bonusd.registry.files import parse_text
 from bonusd.registry.records import Device, Member
 from bonusd.service.root import Service
-from bonusd.settings import load_settings
+from bonusd.settings import Settings, load_settings
 from simulators import (
     Floor,
     build_floor,
@@ -104,22 +105,8 @@ async def rehearse(
         with tempfile.TemporaryDirectory(prefix="bonusd-rehearsal-") as tmp:
             folder = Path(tmp)
             (folder / f"{p.id}.toml").write_text(prepared.text, encoding="utf-8")
-            settings = load_settings(
-                redis_url=redis_url,
-                mqtt_url=mqtt_url,
-                site=p.site,
-                key_prefix=prefix,
-                topic_prefix=prefix,
-                mqtt_client_id=f"bonusd-{prefix}",
-                mqtt_session_expiry_s=60,  # the broker forgets this throwaway session
-                clock="shared",
-                timezone=p.timezone,
-                gaming_day_start=p.gaming_day_start,
-                max_future_skew_s=plan.horizon.total_seconds() + 3600,  # see Driver._feed
-                batch_max=2000,
-                mqtt_receive_maximum=5000,
-                promotions=folder,
-                sms_webhook_url="",  # a rehearsal never texts anyone
+            settings = _daemon_settings(
+                prepared, folder, redis_url=redis_url, mqtt_url=mqtt_url, prefix=prefix
             )
             clock = await SharedClock.connect(
                 redis, SharedClock.site_prefix(prefix, p.site), start=prepared.start,
@@ -129,11 +116,7 @@ async def rehearse(
             commits = Commits()
             service = Service(settings, clock=clock, serve_http=False, on_commit=commits.hook)
             async with service:
-                as_of = prepared.start.astimezone(prepared.floor.zone).date()
-                floor = build_floor(prepared.floor.config, seed=plan.seed, as_of=as_of)
-                devices, members = registry_records(floor)
-                await service.store.import_devices(devices)
-                await service.store.import_members(members)
+                devices, members = await _import_floor(service, prepared)
                 observer = Observer(service, p, prepared.start)
                 crew = Crew(service, p, plan.crew, plan.seed)
                 bar, show = progress_bar(prepared, enabled=progress)
@@ -145,27 +128,7 @@ async def rehearse(
                     service=service, clock=clock, feed=feed, crew=crew, observer=observer,
                     commits=commits, prepared=prepared, show=show,
                 )  # fmt: skip
-                simulator: dict[str, Any] = {}
-                failure: BonusdError | None = None
-                ready = started
-                async with asyncio.TaskGroup() as tg:
-                    tg.create_task(service.run(install_signal_handlers=False), name="daemon")
-                    try:
-                        await _subscribed(service)
-                        if bar is not None:
-                            bar.start()
-                        ready = time.monotonic()
-                        await driver.run()
-                        simulator = await feed.close()
-                    except BonusdError as exc:  # raised after the group, not inside a group
-                        failure = exc
-                    finally:
-                        if bar is not None:
-                            bar.stop()
-                        await feed.kill()
-                        service.stop()
-                if failure is not None:
-                    raise failure
+                simulator, ready = await _drive(service, driver, feed, bar, started)
                 figures = RunFigures(
                     wall_s=time.monotonic() - started,
                     setup_s=ready - started,
@@ -186,6 +149,70 @@ async def rehearse(
         if not keep:
             await delete_keys(redis, prefix)
         await redis.aclose()
+
+
+def _daemon_settings(
+    prepared: Prepared, folder: Path, *, redis_url: str, mqtt_url: str, prefix: str
+) -> Settings:
+    """The rehearsal daemon's settings: private prefixes, the shared clock, the promotion
+    in `folder`, and no texts sent."""
+    p, plan = prepared.promotion, prepared.plan
+    return load_settings(
+        redis_url=redis_url,
+        mqtt_url=mqtt_url,
+        site=p.site,
+        key_prefix=prefix,
+        topic_prefix=prefix,
+        mqtt_client_id=f"bonusd-{prefix}",
+        mqtt_session_expiry_s=60,  # the broker forgets this throwaway session
+        clock="shared",
+        timezone=p.timezone,
+        gaming_day_start=p.gaming_day_start,
+        max_future_skew_s=plan.horizon.total_seconds() + 3600,  # see Driver._feed
+        batch_max=2000,
+        mqtt_receive_maximum=5000,
+        promotions=folder,
+        sms_webhook_url="",  # a rehearsal never texts anyone
+    )
+
+
+async def _import_floor(service: Service, prepared: Prepared) -> tuple[list[Device], list[Member]]:
+    """Build the rehearsal's floor and import its devices and members into the daemon."""
+    as_of = prepared.start.astimezone(prepared.floor.zone).date()
+    floor = build_floor(prepared.floor.config, seed=prepared.plan.seed, as_of=as_of)
+    devices, members = registry_records(floor)
+    await service.store.import_devices(devices)
+    await service.store.import_members(members)
+    return devices, members
+
+
+async def _drive(
+    service: Service, driver: Driver, feed: Feed, bar: Progress | None, started: float
+) -> tuple[dict[str, Any], float]:
+    """Run the daemon and drive the floor through it to the end; returns the simulator's
+    figures and the instant (monotonic) the drive began, or raises the failure."""
+    simulator: dict[str, Any] = {}
+    failure: BonusdError | None = None
+    ready = started
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(service.run(install_signal_handlers=False), name="daemon")
+        try:
+            await _subscribed(service)
+            if bar is not None:
+                bar.start()
+            ready = time.monotonic()
+            await driver.run()
+            simulator = await feed.close()
+        except BonusdError as exc:  # raised after the group, not inside a group
+            failure = exc
+        finally:
+            if bar is not None:
+                bar.stop()
+            await feed.kill()
+            service.stop()
+    if failure is not None:
+        raise failure
+    return simulator, ready
 
 
 async def _subscribed(service: Service) -> None:

@@ -1,6 +1,6 @@
 """schemathesis against the daemon's own OpenAPI schema, with a valid token of every role
-(and none): no answer is a 5xx, and every error is a 4xx whose JSON body has a `detail`
-saying what is wrong.
+(and none): no answer is a 5xx, every error is a 4xx whose JSON body has a `detail`
+saying what is wrong, and every body conforms to the schema the route documents.
 
 One daemon runs for the module, in a thread of its own (schemathesis calls it over real
 HTTP), with both seed promotions (Festa Fortuna moved to its site, for its RAPS sessions),
@@ -29,7 +29,11 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+)
 from schemathesis.core.result import Ok
 
 from bonusd.access.auth import Role
@@ -197,8 +201,10 @@ def cases(draw: st.DrawFn, op: Any, known: dict[str, Any]) -> Any:
 
 
 def _clear_errors(case: Any, response: Any) -> None:
-    """No 5xx; every refusal a 4xx with a JSON `detail`."""
-    case.validate_response(response, checks=[not_a_server_error])
+    """No 5xx; every refusal a 4xx with a JSON `detail`; every body, success or refusal, of
+    the media type and in the form `/openapi.json` documents for its status."""
+    checks = [not_a_server_error, content_type_conformance, response_schema_conformance]
+    case.validate_response(response, checks=checks)
     assert response.status_code < 500, response.text[:500]
     if response.status_code >= 400:
         content_type = (response.headers.get("content-type") or [""])[0]

@@ -38,10 +38,11 @@ from fastapi.routing import APIRoute, APIWebSocketRoute
 from starlette.routing import Route
 
 from bonusd.access.auth import Role
+from bonusd.api.app import api_routes
 from bonusd.clocks.clock import ManualClock
 from bonusd.service.root import Service
 from bonusd.settings import Settings
-from tests.browser.conftest import (
+from tests.browser.helpers import (
     ACTIVATED,
     FESTA,
     GH,
@@ -52,6 +53,7 @@ from tests.browser.conftest import (
     wait_for,
 )
 from tests.daemon_helpers import Daemon, running
+from tests.redis_snapshot import differences, snapshot
 from tests.telemetry_helpers import Publisher
 
 MISSING = "no-such-thing"
@@ -214,42 +216,13 @@ def get_routes(daemon: Daemon) -> list[tuple[str, str]]:
     """(method, path) of every GET and HEAD route of the application; every websocket
     route must be one this test opens."""
     out = []
-    for route in daemon.service.app.routes:
+    for route in api_routes(daemon.service.app):
         if isinstance(route, APIWebSocketRoute):
             assert route.path in WEBSOCKETS, f"websocket {route.path}: add it to this test"
             continue
         if not isinstance(route, APIRoute | Route):
             raise AssertionError(f"route {route!r} of an unknown kind: add it to this test")
         out += [(m, route.path) for m in sorted(route.methods or ()) if m in ("GET", "HEAD")]
-    return out
-
-
-async def snapshot(r: aioredis.Redis, base: str) -> dict[bytes, tuple[bytes | None, bool]]:
-    """Every key of the site (but the rate limiter's counters): its DUMP and whether it
-    expires."""
-    rate = f"{base}rate:".encode()
-    keys = [k async for k in r.scan_iter(match=f"{base}*", count=1000) if not k.startswith(rate)]
-    async with r.pipeline(transaction=False) as pipe:
-        for key in keys:
-            pipe.dump(key)
-            pipe.pttl(key)
-        replies = await pipe.execute()
-    return {
-        key: (dump, ttl >= 0)
-        for key, dump, ttl in zip(keys, replies[0::2], replies[1::2], strict=True)
-    }
-
-
-def differences(
-    before: dict[bytes, tuple[bytes | None, bool]], after: dict[bytes, tuple[bytes | None, bool]]
-) -> list[str]:
-    out = [f"created {k.decode()}" for k in sorted(after.keys() - before.keys())]
-    out += [f"deleted {k.decode()}" for k in sorted(before.keys() - after.keys())]
-    out += [
-        f"changed {k.decode()}"
-        for k in sorted(before.keys() & after.keys())
-        if before[k] != after[k]
-    ]
     return out
 
 

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from bonusd.api.app import api_routes
 from bonusd.api.httpguard import MAX_BODY_BYTES, MAX_IMPORT_BYTES, BodyLimits, json_too_deep
 from tests.daemon_helpers import Daemon
 
@@ -38,7 +39,7 @@ def deep(levels: int) -> bytes:
 def body_routes(daemon: Daemon) -> list[str]:
     """Every route of the application that takes a body (POST, PUT, PATCH, DELETE)."""
     out = []
-    for route in daemon.service.app.routes:
+    for route in api_routes(daemon.service.app):
         if isinstance(route, APIRoute) and route.methods & {"POST", "PUT", "PATCH", "DELETE"}:
             out.append(re.sub(r"\{(\w+)\}", lambda m: SAMPLE.get(m.group(1), "x"), route.path))
     return out

@@ -14,6 +14,7 @@ import httpx
 from fastapi.routing import APIRoute
 
 from bonusd.access.auth import Role
+from bonusd.api.app import api_routes
 from tests.daemon_helpers import Daemon
 
 PUBLIC = {("GET", "/health"), ("GET", "/metrics")}
@@ -34,7 +35,7 @@ SAMPLE = {
 
 def _routes(daemon: Daemon) -> list[tuple[str, str, frozenset[Role]]]:
     out = []
-    for route in daemon.service.app.routes:
+    for route in api_routes(daemon.service.app):
         if not isinstance(route, APIRoute):
             continue
         roles: frozenset[Role] = frozenset()

@@ -14,6 +14,7 @@ import httpx
 from fastapi.routing import APIRoute, APIWebSocketRoute
 from starlette.routing import Route
 
+from bonusd.api.app import api_routes
 from bonusd.api.httpguard import DOCUMENT_CSP, MAX_BODY_BYTES, PAGE_CSP, STATIC_PREFIXES
 from bonusd.notices import letterprint
 from bonusd.notices.letterprint import PRINT_SCRIPT_HASH
@@ -50,7 +51,7 @@ def assert_secure(r: httpx.Response, what: str) -> None:
 
 def get_paths(daemon: Daemon) -> list[str]:
     out = []
-    for route in daemon.service.app.routes:
+    for route in api_routes(daemon.service.app):
         if isinstance(route, APIWebSocketRoute) or not isinstance(route, APIRoute | Route):
             continue
         if "GET" in (route.methods or ()):

@@ -15,7 +15,7 @@ from playwright.async_api import Browser, Dialog, expect
 from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
-from tests.browser.conftest import (
+from tests.browser.helpers import (
     GH,
     WAIT_MS,
     assert_no_page_errors,

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.async_api import Browser, Route, expect
 
-from tests.browser.conftest import assert_no_page_errors, new_page, shot
+from tests.browser.helpers import assert_no_page_errors, new_page, shot
 from tests.daemon_helpers import Daemon
 
 pytestmark = pytest.mark.browser

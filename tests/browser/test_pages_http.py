@@ -16,15 +16,9 @@ import pytest
 from fastapi.routing import APIRoute
 
 from bonusd.access.auth import Role
-from bonusd.api.pages import (
-    CSP,
-    PAGES,
-    SECURE_HEADERS,
-    clock_rate,
-    displays_candidates,
-    find_displays,
-    page_html,
-)
+from bonusd.api.app import api_routes
+from bonusd.api.displayfiles import PAGES, displays_candidates, find_displays
+from bonusd.api.pages import CSP, SECURE_HEADERS, clock_rate, page_html
 from bonusd.clocks.clock import ManualClock, SimulatedClock, WallClock
 from tests.daemon_helpers import PROJECT, SAST, Daemon
 
@@ -81,7 +75,7 @@ async def test_pages_are_served_with_secure_headers_and_the_daemon_facts(daemon:
 async def test_the_page_routes_hold_no_data_and_are_outside_the_api(daemon: Daemon) -> None:
     """Public on purpose: the pages are files; every datum needs a token (test_roles.py
     checks the API's route table, where these routes are not)."""
-    api_paths = {r.path for r in daemon.service.app.routes if isinstance(r, APIRoute)}
+    api_paths = {r.path for r in api_routes(daemon.service.app) if isinstance(r, APIRoute)}
     assert not api_paths & {*PAGES, "/displays/{name}"}
     assert {"/audit", "/promotions/{promotion}/jackpots"} <= api_paths
     async with _anonymous(daemon) as http:

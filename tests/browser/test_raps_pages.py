@@ -16,7 +16,7 @@ from playwright.async_api import Browser, Page, expect
 from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
-from tests.browser.conftest import (
+from tests.browser.helpers import (
     FESTA,
     MEMBERS,
     assert_no_page_errors,

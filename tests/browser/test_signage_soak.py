@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, WebSocketRoute, expect
 
-from tests.browser.conftest import new_page
+from tests.browser.helpers import new_page
 from tests.daemon_helpers import Daemon
 
 pytestmark = pytest.mark.browser

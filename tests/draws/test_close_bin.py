@@ -25,9 +25,9 @@ from bonusd.draws.book import BinOpenError
 from bonusd.promotions import Action, TimedAction
 from bonusd.service.root import Service
 from bonusd.settings import Settings
-from tests.api.test_get_purity import differences, snapshot
-from tests.browser.conftest import GH, at, promotions_folder, wait_for
+from tests.browser.helpers import GH, at, promotions_folder, wait_for
 from tests.daemon_helpers import running
+from tests.redis_snapshot import differences, snapshot
 
 HALFWAY = f"{GH}.halfway"
 BASE = f"/promotions/{GH}/draws/halfway"

@@ -32,8 +32,8 @@ from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.store import PromotionStore
 from bonusd.raps.desk import JackpotDesk
-from tests.draws.test_drawdesk import GH, HW, PID, Site, of_kind, seeds
-from tests.raps import test_jackpotdesk as raps
+from tests.draws.helpers import GH, HW, PID, Site, of_kind, seeds
+from tests.raps import helpers as raps
 
 DESK = Actor("desk-1", ClaimRole.DESK)
 

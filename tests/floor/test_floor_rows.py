@@ -1,87 +1,28 @@
 """The `floor-row` index RAPS reads, against a real Redis: kept by the ingest script as
 the per-key reference reader sees the floor, rebuilt by `reindex_floor` for data from
-before it existed, refreshed by member imports (written in bounded batches), and a
-member excluded after a jackpot's freeze passed over when the winner is reselected."""
+before it existed, and refreshed by member imports (written in bounded batches). (What RAPS makes of the
+rows: tests/raps/test_raps_snapshot_rows.py.)"""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import cast
 
 import redis.asyncio as aioredis
 
-from bonusd.draws.fairness import pick_sequence
-from bonusd.draws.poolfile import parse_pool
-from bonusd.floor.store import FloorStore
-from bonusd.floor.telemetry import FloorEvent
 from bonusd.infra.keys import Keys
 from bonusd.raps.snapshot import FloorSnapshot
 from bonusd.registry.records import Member, Tier
-from tests.raps.test_jackpotdesk import CREW, J1, PID, SID, Site, kinds, s, start, store
-
-__all__ = ["s"]  # the fixture, shared with test_jackpotdesk
-
-DAY, NEXT = "2025-10-04", "2025-10-05"
-AT = dt.datetime(2025, 10, 5, 10, 0, tzinfo=dt.UTC)  # 12:00 in Johannesburg: gaming day NEXT
-AT_MS = int(AT.timestamp() * 1000)
-
-# The floor as the indexes before `floor-row` gave it: each card's session, its place,
-# the day's spend and its member row, read key by key (the reference for the index).
-REFERENCE = """
-local base, day = ARGV[1], ARGV[2]
-local out = {}
-for _, card in ipairs(redis.call('ZRANGE', base .. 'lastseen', 0, -1)) do
-  local v = redis.call('HMGET', base .. 'session:' .. card, 'kind', 'area', 'device', 'seat',
-    'last_play')
-  local bank = redis.call('HGET', base .. 'device:' .. v[3], 'bank') or ''
-  local spend = redis.call('HGET', base .. 'day:' .. day .. ':' .. card, 'spend_cents') or '0'
-  local tier, excluded = '', '0'
-  local m = redis.call('HGET', base .. 'member-index', card)
-  if m then tier, excluded = string.match(m, '^([^|]*)|[^|]*|([^|]*)') end
-  out[#out + 1] = table.concat({card, v[1], v[2], v[3], v[4], bank, v[5], spend, tier,
-    excluded}, '\\t')
-end
-return out
-"""
-
-
-def event(
-    n: int, kind: str, card: str, device: str, ms: int, *, day: str, wager: int = 0, seat: int = 3
-) -> FloorEvent:
-    is_table = device.startswith("RL")
-    return FloorEvent(
-        id=f"e{n}",
-        type=kind,
-        kind="table" if is_table else "egm",
-        device=device,
-        card=card,
-        ts_ms=ms,
-        gaming_day=day,
-        area="main",
-        seat=seat if is_table else 0,
-        wager_cents=wager,
-        win_cents=0,
-        points=wager // 100,
-    )
-
-
-def floor_store(r: aioredis.Redis, keys: Keys) -> FloorStore:
-    return FloorStore(
-        r, keys, dedup_ttl_s=86_400, deadletter_maxlen=100, deadletter_payload_bytes=100
-    )
-
-
-async def reference(r: aioredis.Redis, keys: Keys, day: str) -> set[str]:
-    script = r.register_script(REFERENCE)
-    return set(cast(list[str], await script(keys=[keys.lastseen], args=[keys.base, day])))
-
-
-def lines(snap: FloorSnapshot) -> set[str]:
-    return set(snap.body.splitlines())
+from tests.floor.helpers import (
+    AT,
+    AT_MS,
+    DAY,
+    NEXT,
+    event,
+    floor_store,
+    lines,
+    reference,
+)
 
 
 async def test_the_ingest_keeps_each_players_row_as_the_reference_reads_the_floor(
@@ -189,75 +130,3 @@ async def test_members_are_imported_in_atomic_batches_and_none_is_lost(
     assert done == [10, 10, 10, 10, 10, 3] and multi == 6
     assert await redis.scard(keys.members) == 53 and await redis.hlen(keys.member_index) == 53
     assert (await st.member("M052")) == members[52]
-
-
-async def test_a_member_excluded_after_the_freeze_is_passed_over_on_reselection(s: Site) -> None:
-    await start(s)
-    first = await s.desk.run_jackpot(PID, SID, 1)
-    pool = parse_pool(
-        (await s.redis.get(s.keys.poolfile(first[0].payload["pool_commitment"]))).encode()
-    )
-    seed = bytes.fromhex(await s.redis.get(s.keys.seed(f"{PID}.{SID}", "raps", "1")))
-    stream = [p.card for p in pick_sequence(pool, seed, 3)]
-    assert first[1].payload["card"] == stream[0]
-    # the next in the stream is excluded at the desk after the pool froze
-    await store(s).import_members([Member(card=stream[1], name="N", tier=Tier("Q"), excluded=True)])
-    s.clock.advance(60)
-    await s.desk.act(PID, SID, 1, "crew_arrived", CREW)
-    records = await s.desk.act(PID, SID, 1, "not_owner", CREW)
-    assert kinds(records) == ["claim", "claim", "redraw", "claim"]
-    redraw = records[2].payload
-    assert redraw["card"] == stream[2]
-    assert [(p["card"], p["reason"]) for p in redraw["passed_over"]][-1] == (stream[1], "excluded")
-    ledger = await s.desk.audit.ledger(f"{PID}.{SID}")
-    excl = [r.payload for r in ledger if r.kind == "exclusion"]
-    assert [(e["draw_id"], e["card"]) for e in excl] == [(J1, stream[1])]
-    # a restarted daemon replays the exclusion; the jackpot verifies with it
-    s.desk._books.clear()
-    s.desk._floors.clear()
-    book = await s.desk.book(PID, SID)
-    assert book.jackpot(1).excluded == {stream[1]} and book.claims[2].card == stream[2]
-    await s.desk.act(PID, SID, 2, "crew_arrived", CREW)
-    await s.desk.act(PID, SID, 2, "verify_at_device", CREW)
-    _, result = await s.desk.verify(J1)
-    assert [v.picks_checked for v in result.values()] == [2] and all(v.ok for v in result.values())
-
-
-def cli(site: str, redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "BONUSD_SITE": site, "BONUSD_REDIS_URL": redis_url}
-    command = [sys.executable, "-m", "bonusd", *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-
-
-async def test_a_jackpot_verifies_offline_from_the_export_floor_snapshot_included(
-    s: Site, site: str, redis_url: str, tmp_path: Path
-) -> None:
-    await start(s)
-    await s.desk.run_jackpot(PID, SID, 1)
-    await s.desk.act(PID, SID, 1, "crew_arrived", CREW)
-    await s.desk.act(PID, SID, 1, "verify_at_device", CREW)
-    out, pools = tmp_path / "audit.jsonl", tmp_path / "pools"
-    exported = cli(site, redis_url, "audit", "export", str(out), "--pools", str(pools))
-    assert exported.returncode == 0, exported.stderr
-    floor = pools / f"{J1}.1.floor"
-    assert floor.read_bytes().startswith(b"bonusd-raps-floor 1 ")
-    terms = str(tmp_path / "montecasino-festa-fortuna.toml")  # the site's promotion file
-    check = ("verify-draw", J1, "--from", str(out), "--pools", str(pools), "--promotion", terms)
-    ok = cli(site, redis_url, *check)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert f"jackpot {J1} attempt 1 floor snapshot: ok" in ok.stdout
-    # a snapshot that does not give the pool (one player fewer) is found out
-    raw = floor.read_bytes()
-    floor.write_bytes(raw[: raw.rindex(b"\n", 0, len(raw) - 1) + 1])
-    bad = cli(site, redis_url, *check)
-    assert bad.returncode == 1 and "floor snapshot: FAILED" in bad.stdout
-
-
-async def test_floor_reindex_command(s: Site, site: str, redis_url: str) -> None:
-    await start(s)  # fifty players, their rows built by reindex_floor already
-    before = await s.desk.snapshot()
-    await s.redis.delete(s.keys.floor_row)
-    done = cli(site, redis_url, "floor", "reindex", "--day", "2025-10-04")
-    assert done.returncode == 0, done.stderr
-    assert "50 card(s) on the floor (2025-10-04)" in done.stdout
-    assert lines(await s.desk.snapshot()) == lines(before)

@@ -3,8 +3,8 @@ different masters, each with its own daemon ingesting through a real Mosquitto; 
 scripted Golden Horse week (standings, boards), a draw round to its prize letter and a
 RAPS jackpot to its verified winner, each site's audit chain verified.
 
-The scenarios are the suite's own (tests/promotions/test_promotions_live.py, test_drawdesk.py,
-test_jackpotdesk.py), run here with a `RedisCluster` client (`BONUSD_REDIS_CLUSTER=true`).
+The scenarios are the suite's own (the helpers of tests/promotions, tests/draws,
+tests/raps and tests/infra), run here with a `RedisCluster` client (`BONUSD_REDIS_CLUSTER=true`).
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ from bonusd.settings import Settings
 from simulators.local.cluster import LocalRedisCluster
 from simulators.local.services import LocalMosquitto, free_port
 from tests.daemon_helpers import PROJECT, SAST, running
-from tests.draws import test_drawdesk
-from tests.infra import test_shared_clock
-from tests.promotions import test_promotions_live
-from tests.raps import test_jackpotdesk
+from tests.draws import helpers as draw_helpers
+from tests.infra import helpers as clock_helpers
+from tests.promotions import helpers as promotion_helpers
+from tests.raps import helpers as raps_helpers
 from tests.telemetry_helpers import Publisher, game
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)
@@ -178,14 +178,14 @@ async def test_scripted_week_on_every_master(
     for site in sites:
         folder = tmp_path / site
         folder.mkdir()
-        gh = test_promotions_live.GH
+        gh = promotion_helpers.GH
         text = (PROJECT / "promotions" / f"{gh}.toml").read_text()
         (folder / f"{gh}.toml").write_text(
             text.replace('site = "golden-horse"', f'site = "{site}"')
         )
         pub = Publisher(broker, site)
         try:
-            await test_promotions_live.test_scripted_week_standings_and_boards(
+            await promotion_helpers.scripted_week_standings_and_boards(
                 site_settings(cluster, broker, site, promotions=folder), pub
             )
         finally:
@@ -200,20 +200,20 @@ async def test_a_draw_round_to_its_letter(
 ) -> None:
     site = spread(owners, "draw")[1]
     keys = Keys("bonusd", site)
-    promotion = load_promotion(test_drawdesk.GH)
+    promotion = load_promotion(draw_helpers.GH)
     store = PromotionStore(acluster, keys, [promotion])
     draw = promotion.draw("halfway")
     clock = ManualClock(dt.datetime.combine(draw.date, dt.time(12, 0), promotion.zone))
     counts = {Tombola.POOLED: {f"C{n:05d}": 1 + n % 7 for n in range(1000)}}
     pool = EntryPool.freeze(
-        promotion_id=test_drawdesk.PID, draw_id="halfway", closed_at=clock.now(), counts=counts
+        promotion_id=draw_helpers.PID, draw_id="halfway", closed_at=clock.now(), counts=counts
     )
-    await acluster.set(store.keys.pool(test_drawdesk.PID, "halfway"), pool.canonical())
+    await acluster.set(store.keys.pool(draw_helpers.PID, "halfway"), pool.canonical())
     desk = DrawDesk(
         redis=acluster, keys=keys, audit=AuditStore(acluster, keys), promotions=store, clock=clock
     )
-    await test_drawdesk.test_a_draw_from_commitment_to_letter((desk, clock))
-    chain, _ = await desk.verify(f"{test_drawdesk.PID}.halfway")  # round 1 not settled yet
+    await draw_helpers.a_draw_from_commitment_to_letter((desk, clock))
+    chain, _ = await desk.verify(f"{draw_helpers.PID}.halfway")  # round 1 not settled yet
     assert chain.startswith("chain intact")
     # `bonusd audit verify` reaches the site's shard through the cluster client too
     monkeypatch.setenv("BONUSD_SITE", site)
@@ -235,12 +235,12 @@ async def test_a_raps_jackpot_to_its_verified_winner(
         return cast(aioredis.Redis, RedisCluster.from_url(url, **kwargs))
 
     shim = types.SimpleNamespace(Redis=types.SimpleNamespace(from_url=from_url))
-    monkeypatch.setattr(test_jackpotdesk, "aioredis", shim)
+    monkeypatch.setattr(raps_helpers, "aioredis", shim)
     site = spread(owners, "raps")[2]
-    s = await test_jackpotdesk.make_site(site, cluster.url, tmp_path, "carry_over")
+    s = await raps_helpers.make_site(site, cluster.url, tmp_path, "carry_over")
     try:
         assert isinstance(s.redis, RedisCluster)
-        await test_jackpotdesk.test_crew_verifies_at_the_device_and_the_jackpot_verifies(s)
+        await raps_helpers.crew_verifies_at_the_device_and_the_jackpot_verifies(s)
     finally:
         await s.redis.aclose()
 
@@ -250,8 +250,8 @@ async def test_the_shared_clock_on_a_site_shard(
 ) -> None:
     clock_a, clock_b, _ = spread(owners, "clock")
     prefix = SharedClock.site_prefix("bonusd", clock_a)
-    await test_shared_clock.test_changes_reach_every_holder(acluster, prefix)
+    await clock_helpers.changes_reach_every_holder(acluster, prefix)
     # `bonusd clock ...` with BONUSD_REDIS_CLUSTER=true from the environment
     monkeypatch.setenv("BONUSD_REDIS_CLUSTER", "true")
     url = cast(RedisCluster, acluster).get_default_node()
-    await test_shared_clock.test_cli(f"redis://{url.host}:{url.port}/0", acluster, clock_b)
+    await clock_helpers.clock_cli_commands(f"redis://{url.host}:{url.port}/0", acluster, clock_b)

@@ -34,7 +34,7 @@ from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings, load_settings
 from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 from tests.daemon_helpers import Daemon, running
-from tests.service.test_clock_scheduler import MIN, OPENS, PROMOTION, WINDOW, controller, label
+from tests.service.helpers import MIN, OPENS, PROMOTION, WINDOW, controller, label
 
 
 def leadership(r: aioredis.Redis, site: str, holder: str, ttl_s: float = 1.0) -> Leadership:

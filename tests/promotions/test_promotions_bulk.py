@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from bonusd.promotions import MemberWindowStats, SideStats, standing
 from bonusd.promotions.bulk import MemberArrays, StatArrays, bulk_standings, needed_fields
 from bonusd.registry.records import Member, Tier
-from tests.promotions.test_promotions_properties import all_draws
+from tests.promotions.helpers import all_draws
 
 dates = st.dates(min_value=dt.date(1940, 1, 1), max_value=dt.date(2012, 12, 31))
 member_st = st.builds(

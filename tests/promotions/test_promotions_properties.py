@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
-from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,25 +14,10 @@ from bonusd.promotions import (
     Promotion,
     SideStats,
     Tombola,
-    load_promotion,
     standing,
 )
 from bonusd.registry.records import Member, Tier
-
-FOLDER = Path(__file__).parents[2] / "promotions"
-
-
-@functools.cache
-def seeds() -> tuple[Promotion, ...]:
-    return (
-        load_promotion(FOLDER / "golden-horse-mega-points-chase.toml"),
-        load_promotion(FOLDER / "montecasino-festa-fortuna.toml"),
-    )
-
-
-def all_draws() -> list[tuple[Promotion, Draw]]:
-    return [(p, d) for p in seeds() for d in p.draw_list]
-
+from tests.promotions.helpers import all_draws, seeds
 
 points = st.integers(min_value=0, max_value=3_000_000)
 side_stats = st.builds(

@@ -16,9 +16,7 @@ from bonusd.promotions.rulesync import fingerprint
 from bonusd.settings import Settings
 from simulators.local.services import free_port
 from tests.daemon_helpers import Daemon, running
-from tests.promotions.test_promotions_live import GH, at, gh_settings, promotions_dir
-
-__all__ = ["gh_settings", "promotions_dir"]  # the fixtures
+from tests.promotions.helpers import GH, at
 
 THRESHOLD = 'qualification = { kind = "threshold", threshold = 20000'
 

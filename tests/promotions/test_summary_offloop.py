@@ -15,9 +15,12 @@ from typing import Any, cast
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
-from bonusd.api.promotions import SUMMARY_RETRY_AFTER_S, add_promotion_routes
+from bonusd.api import promotions
+from bonusd.api.context import attach
+from bonusd.api.promotions import SUMMARY_RETRY_AFTER_S
 from bonusd.errors import ServiceUnavailableError
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
@@ -104,6 +107,13 @@ async def test_the_summary_runs_its_per_member_work_off_the_event_loop(
     assert keys.member_index not in whole_hash_reads  # only the players' rows are read
 
 
+def _summary_guards() -> list[Any]:
+    """The role checks (`bonusd.api.context.require`) of the summary route."""
+    routes = promotions.router.routes
+    (route,) = (r for r in routes if isinstance(r, APIRoute) and r.endpoint is promotions.summary)
+    return [d.call for d in route.dependant.dependencies if hasattr(d.call, "roles")]
+
+
 @pytest.fixture
 def private_redis(tmp_path: Path) -> Iterator[LocalRedis]:
     """A Redis of this test's own, so that pausing it stalls nobody else."""
@@ -135,8 +145,13 @@ async def test_the_summary_route_answers_503_with_retry_after_when_redis_stalls(
     slow_store = PromotionStore(slow, keys, list(live.promotions.values()))
     app = FastAPI()
     ctx = SimpleNamespace(promotions=slow_store, summaries=DrawSummaries(slow_store))
-    add_promotion_routes(app, cast(Any, ctx), lambda *_: Depends(lambda: None))
+    attach(app, cast(Any, ctx))
+    app.include_router(promotions.router)
     path = f"/promotions/{FESTA}/draws/{DRAW}/summary"
+    guards = _summary_guards()
+    assert guards, "the summary route checks a role"
+    for guard in guards:  # no tokens here: every caller is let in
+        app.dependency_overrides[guard] = lambda: None
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://desk") as http:
         assert (await http.get(path)).json()["entries"] == WANT["entries"]

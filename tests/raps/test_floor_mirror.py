@@ -22,8 +22,8 @@ from bonusd.raps.mirror import FloorMirror
 from bonusd.raps.rules import FloorPlayer, PlayKind, RapsRules
 from bonusd.raps.snapshot import FloorSnapshot, SnapshotError, judge, player_line
 from bonusd.registry.records import Member, Tier
-from tests.floor.test_floor_rows import AT, AT_MS, DAY, NEXT, event, floor_store
-from tests.raps.test_rapsfloor import players
+from tests.floor.helpers import AT, AT_MS, DAY, NEXT, event, floor_store
+from tests.raps.helpers import players
 
 CARDS = st.text("0123456789ABé😀", min_size=1, max_size=5)  # code-point order, not ASCII
 

@@ -17,7 +17,7 @@ from bonusd.promotions import Action, load_promotion
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.timetable import promotion_timetable
 from bonusd.raps.snapshot import FloorSnapshot
-from tests.raps.test_jackpotdesk import (
+from tests.raps.helpers import (
     CREW,
     FESTA,
     J1,
@@ -28,11 +28,8 @@ from tests.raps.test_jackpotdesk import (
     kinds,
     local,
     make_site,
-    s,
     start,
 )
-
-__all__ = ["s"]  # the fixture
 
 
 async def test_tampering_is_found(s: Site) -> None:

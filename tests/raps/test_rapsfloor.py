@@ -11,26 +11,9 @@ from hypothesis import strategies as st
 
 from bonusd.raps.rules import FloorPlayer, PlayKind, RapsRules, eligibility
 from bonusd.raps.snapshot import FloorSnapshot, SnapshotError, judge
+from tests.raps.helpers import PLAY_AT, PLAY_AT_MS, players
 
-AT = dt.datetime(2025, 10, 4, 14, 30, 0, 123_000, tzinfo=dt.UTC)
-AT_MS = int(AT.timestamp() * 1000)
-
-players = st.builds(
-    FloorPlayer,
-    card=st.text("0123456789ABC", min_size=1, max_size=6),
-    kind=st.sampled_from(list(PlayKind)),
-    area=st.sampled_from(["main", "smoking", "prive", ""]),
-    device=st.text("EGMRL-0123", min_size=1, max_size=8),
-    bank=st.text("B0123", max_size=4),
-    seat=st.one_of(st.none(), st.integers(1, 7)),
-    # whole milliseconds, around the 5-minute edge of the active window
-    last_play=st.integers(AT_MS - 400_000, AT_MS + 1_000).map(
-        lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
-    ),
-    spend_cents=st.integers(0, 30_000),
-    tier=st.sampled_from(["K", "Q", "A", "J", ""]),
-    excluded=st.booleans(),
-)
+AT, AT_MS = PLAY_AT, PLAY_AT_MS
 
 
 def unique(ps: list[FloorPlayer]) -> list[FloorPlayer]:

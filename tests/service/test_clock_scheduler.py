@@ -11,10 +11,9 @@ actions run, and its "done" log lines. Waits are for conditions, with a safety t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,35 +21,22 @@ import redis.asyncio as aioredis
 
 from bonusd.infra.keys import Keys
 from bonusd.infra.sharedclock import SharedClock
-from bonusd.promotions import TimedAction, load_promotion, schedule
+from bonusd.promotions import TimedAction
 from bonusd.service.root import Service
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, free_port
 from tests.daemon_helpers import Daemon, running
-
-SAST = dt.timezone(dt.timedelta(hours=2))
-OPENS = dt.datetime(2026, 10, 3, 17, 0, tzinfo=SAST)
-MIN = dt.timedelta(minutes=1)
-# "on time": after its instant and well before the next action is due (5 minutes on)
-ON_TIME = 3 * MIN
-
-PROMOTION = """
-format = 1
-id = "clock-rehearsal"
-name = "Clock rehearsal"
-site = "{site}"
-start = 2026-10-03
-end = 2026-10-03
-{windows}
-"""
-WINDOW = """
-[[multipliers]]
-id = "m{n}"
-date = 2026-10-03
-start = "17:{a:02d}"
-end = "17:{b:02d}"
-factor = 2
-"""
+from tests.service.helpers import (
+    MIN,
+    ON_TIME,
+    OPENS,
+    PROMOTION,
+    WINDOW,
+    controller,
+    done_order,
+    label,
+    timetable,
+)
 
 
 @pytest.fixture
@@ -61,12 +47,6 @@ def promotions(tmp_path: Path, site: str) -> Path:
     folder.mkdir()
     (folder / "clock.toml").write_text(PROMOTION.format(site=site, windows=windows))
     return folder
-
-
-def timetable(promotions: Path) -> list[TimedAction]:
-    actions = list(schedule(load_promotion(promotions / "clock.toml")))
-    assert [a.at for a in actions] == [OPENS + 5 * n * MIN for n in range(8)]
-    return actions
 
 
 @pytest.fixture
@@ -111,38 +91,6 @@ class Markers:
             while (at := await self.fired_at(a)) is None:
                 await asyncio.sleep(0.01)
         return at
-
-
-@contextlib.asynccontextmanager
-async def controller(
-    r: aioredis.Redis, site: str, start: dt.datetime | None = None
-) -> AsyncIterator[SharedClock]:
-    """The clock as the simulator or `bonusd clock` holds it, with its watcher; created
-    paused at `start` if given (so a daemon's start-up takes no simulated time)."""
-    prefix = SharedClock.site_prefix("bonusd", site)
-    clock = await SharedClock.connect(r, prefix, start=start, speed=600, changed_by="t")
-    if start is not None:
-        assert clock.state.version == 1  # created here
-        await clock.pause()
-    stop = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        tg.create_task(clock.watch(stop))
-        try:
-            yield clock
-        finally:
-            stop.set()
-
-
-def done_order(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [
-        r.getMessage().removesuffix(" done")
-        for r in caplog.records
-        if r.name == "bonusd.service.scheduler" and r.getMessage().endswith(" done")
-    ]
-
-
-def label(a: TimedAction) -> str:
-    return f"{a.action.value} {'/'.join(a.ids)}"
 
 
 async def test_each_action_once_on_time_across_speed_changes_and_a_restart(

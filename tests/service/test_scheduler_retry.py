@@ -16,7 +16,7 @@ from bonusd.errors import BonusdError, ConflictError
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Action, TimedAction, load_promotion
 from bonusd.service.scheduler import Scheduler
-from tests.service.test_clock_scheduler import PROMOTION, WINDOW
+from tests.service.helpers import PROMOTION, WINDOW
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 

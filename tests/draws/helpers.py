@@ -1,0 +1,161 @@
+"""What the draw tests share: Golden Horse's halfway draw, deterministic seeds, and a
+site around a draw desk on a manual clock (`Site`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+
+from bonusd.audit.chain import AuditRecord, Kind
+from bonusd.audit.store import AuditStore
+from bonusd.clocks.clock import ManualClock
+from bonusd.draws.claims import (
+    Actor,
+    ClaimError,
+    ClaimRole,
+    Prize,
+)
+from bonusd.draws.desk import DrawDesk
+from bonusd.infra.keys import Keys
+from bonusd.promotions import Promotion
+from bonusd.promotions.kinds import Tombola
+from bonusd.promotions.pool import EntryPool
+from bonusd.promotions.store import PromotionStore
+from bonusd.registry.records import Member, Tier
+
+GH = Path(__file__).parents[2] / "promotions" / "golden-horse-mega-points-chase.toml"
+
+
+PID = "golden-horse-mega-points-chase"
+
+
+HW = "halfway"
+
+
+HALFWAY = f"{PID}.{HW}"
+
+
+CREW = Actor("thandi", ClaimRole.CREW)
+
+
+DESK = Actor("desk-1", ClaimRole.DESK)
+
+
+POOLED1 = ("pooled", 1)
+
+
+FIVE_PRIZES = tuple(Prize(f"R{v}", v * 100) for v in (500, 1000, 2000, 5000, 10000))
+
+
+def seeds(n: int) -> Callable[[int], bytes]:
+    """A reproducible seed source: the same secrets on every run."""
+    rng = random.Random(n)
+    return rng.randbytes
+
+
+@dataclass
+class Site:
+    """One test site in the real Redis: its promotion, pools and desks (all on one clock)."""
+
+    redis: aioredis.Redis
+    keys: Keys
+    promotion: Promotion
+    store: PromotionStore
+    clock: ManualClock
+    desk: DrawDesk
+
+    def at(self, draw_id: str, hour: int, minute: int = 0, second: int = 0) -> dt.datetime:
+        """A local time on the draw's date."""
+        day = self.promotion.draw(draw_id).date
+        return dt.datetime.combine(day, dt.time(hour, minute, second), self.promotion.zone)
+
+    def new_desk(self, seed_source: Callable[[int], bytes] | None = None) -> DrawDesk:
+        """Another daemon's desk over the same Redis: nothing cached."""
+        return DrawDesk(
+            redis=self.redis,
+            keys=self.keys,
+            audit=AuditStore(self.redis, self.keys),
+            promotions=self.store,
+            clock=self.clock,
+            seed_source=seed_source or seeds(1),
+        )
+
+    async def entry_pool(
+        self,
+        draw_id: str,
+        counts: Mapping[Tombola, Mapping[str, int]],
+        seats: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Set the frozen entry pool and the leaderboard seats as `freeze_pool` would."""
+        pool = EntryPool.freeze(
+            promotion_id=PID,
+            draw_id=draw_id,
+            closed_at=self.clock.now(),
+            counts=counts,
+            seated=[card for _, card in seats],
+        )
+        await self.redis.set(self.store.keys.pool(PID, draw_id), pool.canonical())
+        await self.redis.set(
+            self.store.keys.seats(PID, draw_id), json.dumps([list(s) for s in seats])
+        )
+
+    async def flag_excluded(self, card: str) -> None:
+        """The casino's exclusion arrives in the member index (after the pool froze)."""
+        member = Member(card=card, name="someone", tier=Tier.TEN, excluded=True)
+        await self.redis.hset(self.keys.member_index, card, member.to_index())
+
+    @property
+    def audit_list(self) -> str:
+        return f"{self.keys.base}audit"
+
+    async def ledger(self, subject: str = HALFWAY) -> list[AuditRecord]:
+        return await self.desk.audit.ledger(subject)
+
+    async def ledger_len(self, subject: str = HALFWAY) -> int:
+        return await self.redis.llen(self.desk.audit.ledger_key(subject))
+
+
+def of_kind(records: list[AuditRecord], kind: Kind) -> list[AuditRecord]:
+    return [r for r in records if r.kind == kind]
+
+
+async def a_draw_from_commitment_to_letter(desk: tuple[DrawDesk, ManualClock]) -> None:
+    d, clock = desk
+    await d.commit_seeds(PID, "halfway")
+    clock.advance(7 * 3600)  # 19:00
+    records = await d.run_round(PID, "halfway", 1)
+    kinds = [r.kind for r in records]
+    assert kinds.count("pick") == 5 and kinds.count("claim") == 5
+    again = await d.run_round(PID, "halfway", 1)
+    assert again == []  # idempotent
+    book = await d.book(PID, "halfway")
+    winners = {c.card for c in book.claims.values()}
+    assert len(winners) == 5
+    await d.load_prizes(
+        PID,
+        "halfway",
+        ("pooled", 1),
+        tuple(Prize(f"R{v}", v * 100) for v in (500, 1000, 2000, 5000, 10000)),
+        DESK,
+    )
+    clock.advance(30)
+    await d.act(PID, "halfway", 1, "present", CREW)
+    await d.act(PID, "halfway", 1, "verify", CREW)
+    await d.act(PID, "halfway", 1, "pick_reveal", CREW, reveal=3)
+    recs = await d.act(PID, "halfway", 1, "issue_letter", DESK)
+    assert any(r.kind == "letter" for r in recs)
+    with pytest.raises(ClaimError):
+        await d.act(PID, "halfway", 1, "verify", CREW)
+    clock.advance(120)
+    assert await d.run_due(PID, "halfway") == 4  # four no-shows, each redrawn
+    d._books.clear()  # a restarted daemon rebuilds the same book from the ledger
+    book2 = await d.book(PID, "halfway")
+    assert len(book2.claims) == 9
+    assert [c.card for c in book2.claims.values()][:5] == [c.card for c in book.claims.values()][:5]

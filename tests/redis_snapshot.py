@@ -1,0 +1,35 @@
+"""A snapshot of every key under a prefix (value and TTL) and the differences between two,
+for tests that show an action wrote nothing (GET purity, a refused close-bin)."""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+
+
+async def snapshot(r: aioredis.Redis, base: str) -> dict[bytes, tuple[bytes | None, bool]]:
+    """Every key of the site (but the rate limiter's counters): its DUMP and whether it
+    expires."""
+    rate = f"{base}rate:".encode()
+    keys = [k async for k in r.scan_iter(match=f"{base}*", count=1000) if not k.startswith(rate)]
+    async with r.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.dump(key)
+            pipe.pttl(key)
+        replies = await pipe.execute()
+    return {
+        key: (dump, ttl >= 0)
+        for key, dump, ttl in zip(keys, replies[0::2], replies[1::2], strict=True)
+    }
+
+
+def differences(
+    before: dict[bytes, tuple[bytes | None, bool]], after: dict[bytes, tuple[bytes | None, bool]]
+) -> list[str]:
+    out = [f"created {k.decode()}" for k in sorted(after.keys() - before.keys())]
+    out += [f"deleted {k.decode()}" for k in sorted(before.keys() - after.keys())]
+    out += [
+        f"changed {k.decode()}"
+        for k in sorted(before.keys() & after.keys())
+        if before[k] != after[k]
+    ]
+    return out
