@@ -45,7 +45,7 @@ export function initJackpots(ctx) {
         ),
       ));
     }
-    fill(slot, h('h2', { text: 'RAPS bonus jackpots' }), panels.length ? panels : h('p', { class: 'muted', text: 'No jackpot sessions at this site.' }));
+    fill(slot, h('h2', { text: 'RAPS jackpots' }), panels.length ? panels : h('p', { class: 'muted', text: 'No RAPS sessions at this site.' }));
     if (current) await openSession(current.promotion, current.session);
   }
 
@@ -76,7 +76,7 @@ export function initJackpots(ctx) {
       h('h2', {}, 'Session ', h('code', { text: s.session })),
       h('div', { class: 'actions' }, button('Refresh', () => openSession(promotion, session))),
       out,
-      h('h3', { text: 'Jackpots' }),
+      h('h3', { text: 'RAPS jackpots' }),
       table(
         [
           { label: '#', num: true, cell: (j) => String(j.number) },

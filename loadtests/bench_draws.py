@@ -9,12 +9,12 @@ Draws (set-up not timed): a throwaway promotion (temporary TOML, real loader) wi
 `--runs` + `--cold` nightly draws of one round of 15 pooled winners; `--members` members
 imported through the real import path; per draw, the entry pool frozen at bin close
 (`--tickets` tickets, one each, the rest log-normal), `commit_seeds` and `close_bin`.
-Timed: `DrawDesk.run_round(promotion, draw, 1)` until the 15 pick and 15 claim records
+Timed: `DrawRunner.run_round(promotion, draw, 1)` until the 15 pick and 15 claim records
 are committed. Warm: the desk that closed the bin. Cold: a fresh desk (as after a
 restart) rebuilding its book from the ledger and the archived pool file; a bare GET of
 that file is its baseline.
 
-RAPS: `JackpotDesk.run_jackpot` among `--actives` players put on the floor through the
+RAPS: `RapsRunner.run_jackpot` among `--actives` players put on the floor through the
 real ingest store (`FloorStore.apply_batch`), timed from the trigger to the pool, pick
 and claim records committed with the floor snapshot and pool file archived.
 
@@ -43,14 +43,14 @@ from rich.table import Table
 
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Promotion, load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
 from bonusd.promotions.store import PromotionStore
-from bonusd.raps.desk import JackpotDesk
+from bonusd.raps.runner import RapsRunner
 from bonusd.registry.records import Member, Tier
 from bonusd.settings import Settings
 
@@ -184,11 +184,11 @@ class DrawBench:
         self.clock = ManualClock(self.draw_time(draw.id))
         self.desk = self.new_desk()
 
-    def new_desk(self) -> DrawDesk:
+    def new_desk(self) -> DrawRunner:
         """A desk with nothing in memory, as a freshly started daemon builds it."""
         store = PromotionStore(self.r, self.keys, [self.promotion])
         audit = AuditStore(self.r, self.keys)
-        return DrawDesk(
+        return DrawRunner(
             redis=self.r, keys=self.keys, audit=audit, promotions=store, clock=self.clock
         )
 
@@ -205,7 +205,7 @@ class DrawBench:
         await self.desk.commit_seeds(PID, draw_id)
         await self.desk.close_bin(PID, draw_id)
 
-    async def draw(self, desk: DrawDesk, draw_id: str) -> float:
+    async def draw(self, desk: DrawRunner, draw_id: str) -> float:
         self.clock.set(self.draw_time(draw_id) + dt.timedelta(seconds=1))
         t0 = time.perf_counter()
         records = await desk.run_round(PID, draw_id, 1)
@@ -259,14 +259,14 @@ async def bench_draws(
 async def bench_raps(
     r: aioredis.Redis, keys: Keys, promotion: Promotion, args: argparse.Namespace
 ) -> dict[str, list[float]]:
-    """`--runs` RAPS jackpots of one session, each `JackpotDesk.run_jackpot` timed from
+    """`--runs` RAPS jackpots of one session, each `RapsRunner.run_jackpot` timed from
     the trigger to the pool, pick and claim records committed, with `--actives` players
     on the floor (the members imported by the draw part)."""
     session = promotion.jackpot_sessions[0]
     at = dt.datetime.combine(session.date, _jackpot_instant(args.runs), promotion.zone)
     clock = ManualClock(at)
     layout = await seed_floor(r, keys, promotion, _cards(args.members)[: args.actives], at)
-    desk = JackpotDesk(
+    desk = RapsRunner(
         redis=r,
         keys=keys,
         audit=AuditStore(r, keys),

@@ -10,7 +10,7 @@ members, the halfway draw's entry pool frozen over them; `bonusd run` as its own
 processes (`--procs`), each holding its share of `--clients` connections to the daemon's
 `/ws/signage` (area main) and as many to the bare server; round 1 drawn once (warm-up).
 
-Timed, per announcement: the bench's own draw desk (another daemon, as far as bonusd is
+Timed, per announcement: the bench's own draw runner (another daemon, as far as bonusd is
 concerned: it shares only Redis) records a no-show, which announces the redraw's winner
 in the same commit. t0 is when that commit has returned; each client notes when the
 delta carrying the new winner arrives (CLOCK_MONOTONIC, shared by every process on
@@ -56,7 +56,7 @@ from bonusd.access.auth import Role, TokenStore
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.book import SCHEDULER
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
@@ -241,7 +241,7 @@ class PushBench:
         capturing = asyncio.create_task(capture_texts(capture, texts))
         clock = ManualClock(dt.datetime.combine(DAY, dt.time(19, 0), SAST))
         promotion = load_promotion(self.folder / f"{GH}.toml")
-        desk = DrawDesk(
+        desk = DrawRunner(
             redis=self.r,
             keys=self.keys,
             audit=AuditStore(self.r, self.keys),
@@ -264,7 +264,7 @@ class PushBench:
         report(self.args, self.lat, sizes, procs)
         deflate_cost(texts[max(texts)], self.args.clients)
 
-    async def announce(self, desk: DrawDesk, clock: ManualClock) -> int:
+    async def announce(self, desk: DrawRunner, clock: ManualClock) -> int:
         """Record a no-show, which announces the redraw's winner: the latency to the last
         client goes to `self.lat["daemon"]`; returns the new claim."""
         book = await desk.book(GH, "halfway")

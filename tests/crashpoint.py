@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from bonusd.cli.main import main
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.promotions.store import PromotionStore
 
 
@@ -49,7 +49,7 @@ def _wrap(cls: Any, name: str, *, after: bool, nth: int) -> None:
 def install(point: str) -> None:
     where, _, nth = point.partition(":")
     target, _, when = where.partition("-")
-    classes = {"board": (PromotionStore, "publish_board"), "claim": (DrawDesk, "act")}
+    classes = {"board": (PromotionStore, "publish_board"), "claim": (DrawRunner, "act")}
     cls, name = classes[target]
     _wrap(cls, name, after=when == "after", nth=int(nth or 1))
 

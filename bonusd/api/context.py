@@ -22,7 +22,7 @@ from bonusd.api.displayfiles import DisplayFiles
 from bonusd.api.importer import Importer
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.floor.activeview import ActiveFloor
 from bonusd.floor.store import FloorStore
 from bonusd.infra.health import Health
@@ -30,7 +30,7 @@ from bonusd.infra.metrics import Metrics
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.push.hub import PushHub
-from bonusd.raps.desk import JackpotDesk
+from bonusd.raps.runner import RapsRunner
 
 # websocket token checks at once: each is a Redis call, and the daemon's Redis pool
 # (redis-py's default, 100 connections) fails rather than waits when a burst goes over it
@@ -49,8 +49,8 @@ class ApiContext:
     promotions: PromotionStore
     summaries: DrawSummaries
     audit: AuditStore
-    draws: DrawDesk
-    jackpots: JackpotDesk
+    draws: DrawRunner
+    jackpots: RapsRunner
     reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
     push: PushHub | None = None  # the live push (/ws/signage, /ws/crew)
     # built from the above

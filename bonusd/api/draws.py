@@ -2,7 +2,7 @@
 every claim action, proxies, prizes, manual tickets, prize letters, the draw report and
 its verification. The GET routes only read: none freezes a pool or commits a seed.
 
-Thin: the rules live in `bonusd.draws.book` (pure) and the Redis side in `bonusd.draws.desk`;
+Thin: the rules live in `bonusd.draws.book` (pure) and the Redis side in `bonusd.draws.runner`;
 the JSON answers are the models of `bonusd.api.drawmodels`. A refused step answers 409 with
 the reason, a role that may not act 403.
 """

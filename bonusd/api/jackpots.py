@@ -1,6 +1,6 @@
 """HTTP routes of RAPS jackpots: a promotion's sessions, run one now, read a session,
 every claim action, the decline register, a jackpot's verification and its eligibility
-report. Thin: rules in `bonusd.raps.book`, the Redis side in `bonusd.raps.desk`."""
+report. Thin: rules in `bonusd.raps.book`, the Redis side in `bonusd.raps.runner`."""
 
 from __future__ import annotations
 

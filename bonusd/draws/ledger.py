@@ -1,4 +1,4 @@
-"""What the draw desk and the jackpot desk share (`LedgerDesk`): per-subject locks, books
+"""What the draw runner and the RAPS runner share (`LedgerRunner`): per-subject locks, books
 cached and brought up to date from their ledgers, and the step: load a book, run a pure
 command on it, commit its entries against the ledger length it read (with the book's
 next deadline in the `deadlines` index), and retry from a fresh book when another writer
@@ -101,7 +101,7 @@ class ExcludedSincePool(Exception):
         self.picks = picks
 
 
-class LedgerDesk(Generic[B]):
+class LedgerRunner(Generic[B]):
     """The part of a desk that does not depend on what its books hold."""
 
     kind: ClassVar[str]  # the member prefix of its subjects in the deadline index

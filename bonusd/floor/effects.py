@@ -61,7 +61,12 @@ class Effects:
         self.sessions.append([card, *op])
 
     def payload(self) -> dict[str, Any]:
-        """The JSON-ready form `apply.lua` reads."""
+        """The JSON-ready form `apply.lua` reads. Its short names are the Redis command
+        each list becomes: `H` HINCRBY (key, field, amount), `HS` HSET (key, field, value),
+        `HMAX` HSET when larger (key, field, value), `Z` ZINCRBY (key, member, amount),
+        `S` SADD (key, member), `SH` SADD then HINCRBY when the member was new (key, member,
+        counter key, counter field), `SESS` the session moves in event order, `CARDS` the
+        cards whose floor rows the batch may change."""
         return {
             "H": [[k, f, n] for (k, f), n in self.increments.items()],
             "HS": [[k, f, v] for (k, f), v in self.values.items()],

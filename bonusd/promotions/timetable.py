@@ -18,7 +18,7 @@ async def promotion_timetable(
     redis: Redis, keys: Keys, promotion: Promotion, *, create: bool = True
 ) -> list[TimedAction]:
     """The promotion's timed actions. Random jackpot times come from a seed kept per
-    promotion in Redis (set once), so a restart, another daemon and the jackpot desk all
+    promotion in Redis (set once), so a restart, another daemon and the RAPS runner all
     see the same times. A reader (`create=False`) never sets it: `ConflictError` until
     the scheduler has."""
     key = keys.schedule_seed(promotion.id)

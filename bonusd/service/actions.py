@@ -18,12 +18,12 @@ from redis.asyncio import Redis
 
 from bonusd.audit.chain import Kind
 from bonusd.clocks.clock import Clock
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Action, Side, TimedAction
 from bonusd.promotions.store import PromotionStore
 from bonusd.push.hub import PushHub
-from bonusd.raps.desk import JackpotDesk
+from bonusd.raps.runner import RapsRunner
 from bonusd.service.claimtimers import RunDue
 from bonusd.service.scheduler import Handler
 
@@ -41,8 +41,8 @@ class ScheduledActions:
         clock: Clock,
         draw_grace: dt.timedelta,
         promotions: PromotionStore,
-        draws: DrawDesk,
-        jackpots: JackpotDesk,
+        draws: DrawRunner,
+        jackpots: RapsRunner,
         push: PushHub,
     ) -> None:
         self.redis, self.keys, self.clock = redis, keys, clock

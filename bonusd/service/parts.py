@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.store import FloorStore
 from bonusd.floor.telemetry import DecodeLimits, TelemetryDecoder
@@ -24,7 +24,7 @@ from bonusd.ingest.target import MqttTarget
 from bonusd.promotions import Promotion
 from bonusd.promotions.store import PromotionStore
 from bonusd.push.hub import PushHub
-from bonusd.raps.desk import JackpotDesk
+from bonusd.raps.runner import RapsRunner
 from bonusd.settings import Settings
 
 
@@ -88,9 +88,9 @@ def desks(
     clock: Clock,
     calendar: GamingCalendar,
     on_deadline_change: Callable[[], None],
-) -> tuple[DrawDesk, JackpotDesk]:
-    """The draw desk and the jackpot desk the service and its routes act through."""
-    draws = DrawDesk(
+) -> tuple[DrawRunner, RapsRunner]:
+    """The draw runner and the RAPS runner the service and its routes act through."""
+    draws = DrawRunner(
         redis=redis,
         keys=keys,
         audit=audit,
@@ -98,7 +98,7 @@ def desks(
         clock=clock,
         on_deadline_change=on_deadline_change,
     )
-    jackpots = JackpotDesk(
+    jackpots = RapsRunner(
         redis=redis,
         keys=keys,
         audit=audit,
@@ -122,8 +122,8 @@ def push_hub(
 ) -> PushHub:
     """The push hub, reading books through desks of its own: a book the service's desks
     are changing (command run, commit pending) is never what a screen shows."""
-    draws = DrawDesk(redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock)
-    jackpots = JackpotDesk(
+    draws = DrawRunner(redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock)
+    jackpots = RapsRunner(
         redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock, calendar=calendar
     )
     return PushHub(

@@ -2,7 +2,7 @@
 
 A rehearsal needs someone to do what people do on a real floor, or no draw would have an
 entry and no claim an outcome. Everything goes through the daemon's own code — the
-activation rules of `PromotionStore.activate`, the `DrawDesk` and `JackpotDesk` steps —
+activation rules of `PromotionStore.activate`, the `DrawRunner` and `RapsRunner` steps —
 exactly as the kiosk, the desk page and the crew handhelds call them, so refusals and
 deadlines are the daemon's. Each choice is a deterministic draw from the rehearsal seed
 and what it is about (the draw and card, the claim), so a rerun decides the same way:

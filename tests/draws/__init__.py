@@ -1,1 +1,1 @@
-"""Draws: fairness, rounds, books, claims, the draw desk and its races and crashes."""
+"""Draws: fairness, rounds, books, claims, the draw runner and its races and crashes."""

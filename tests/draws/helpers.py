@@ -1,5 +1,5 @@
 """What the draw tests share: Golden Horse's halfway draw, deterministic seeds, and a
-site around a draw desk on a manual clock (`Site`)."""
+site around a draw runner on a manual clock (`Site`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from bonusd.draws.claims import (
     ClaimRole,
     Prize,
 )
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Promotion
 from bonusd.promotions.kinds import Tombola
@@ -69,16 +69,16 @@ class Site:
     promotion: Promotion
     store: PromotionStore
     clock: ManualClock
-    desk: DrawDesk
+    desk: DrawRunner
 
     def at(self, draw_id: str, hour: int, minute: int = 0, second: int = 0) -> dt.datetime:
         """A local time on the draw's date."""
         day = self.promotion.draw(draw_id).date
         return dt.datetime.combine(day, dt.time(hour, minute, second), self.promotion.zone)
 
-    def new_desk(self, seed_source: Callable[[int], bytes] | None = None) -> DrawDesk:
+    def new_desk(self, seed_source: Callable[[int], bytes] | None = None) -> DrawRunner:
         """Another daemon's desk over the same Redis: nothing cached."""
-        return DrawDesk(
+        return DrawRunner(
             redis=self.redis,
             keys=self.keys,
             audit=AuditStore(self.redis, self.keys),
@@ -126,7 +126,7 @@ def of_kind(records: list[AuditRecord], kind: Kind) -> list[AuditRecord]:
     return [r for r in records if r.kind == kind]
 
 
-async def a_draw_from_commitment_to_letter(desk: tuple[DrawDesk, ManualClock]) -> None:
+async def a_draw_from_commitment_to_letter(desk: tuple[DrawRunner, ManualClock]) -> None:
     d, clock = desk
     await d.commit_seeds(PID, "halfway")
     clock.advance(7 * 3600)  # 19:00

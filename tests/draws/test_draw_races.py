@@ -24,14 +24,14 @@ from bonusd.audit.chain import AuditRecord, Entry, Kind
 from bonusd.audit.store import AuditStore, Extra
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.claims import Actor, ClaimRole
-from bonusd.draws.desk import DrawDesk
 from bonusd.draws.ledger import ATTEMPTS
+from bonusd.draws.runner import DrawRunner
 from bonusd.errors import ConflictError
 from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.store import PromotionStore
-from bonusd.raps.desk import JackpotDesk
+from bonusd.raps.runner import RapsRunner
 from tests.draws.helpers import GH, HW, PID, Site, of_kind, seeds
 from tests.raps import helpers as raps
 
@@ -90,7 +90,7 @@ async def s(site: str, redis_url: str) -> AsyncIterator[Site]:
     promotion = load_promotion(GH)
     store = PromotionStore(r, keys, [promotion])
     clock = ManualClock(dt.datetime.combine(promotion.draw(HW).date, dt.time(12), promotion.zone))
-    desk = DrawDesk(redis=r, keys=keys, audit=HookedAudit(r, keys), promotions=store, clock=clock)
+    desk = DrawRunner(redis=r, keys=keys, audit=HookedAudit(r, keys), promotions=store, clock=clock)
     one = Site(r, keys, promotion, store, clock, desk)
     await one.entry_pool(HW, {Tombola.POOLED: {f"C{n:02d}": 1 + n % 4 for n in range(20)}})
     yield one
@@ -263,7 +263,7 @@ async def test_a_missed_round_is_noted_once(s: Site) -> None:
 async def rs(site: str, redis_url: str, tmp_path: Path) -> AsyncIterator[raps.Site]:
     one = await raps.make_site(site, redis_url, tmp_path, "carry_over")
     d = one.desk
-    one.desk = JackpotDesk(
+    one.desk = RapsRunner(
         redis=d.redis,
         keys=d.keys,
         audit=HookedAudit(d.redis, d.keys),
@@ -276,9 +276,9 @@ async def rs(site: str, redis_url: str, tmp_path: Path) -> AsyncIterator[raps.Si
     await one.redis.aclose()
 
 
-def other_jackpot_desk(rs: raps.Site) -> JackpotDesk:
+def other_jackpot_desk(rs: raps.Site) -> RapsRunner:
     d = rs.desk
-    return JackpotDesk(
+    return RapsRunner(
         redis=d.redis,
         keys=d.keys,
         audit=AuditStore(d.redis, d.keys),

@@ -28,7 +28,7 @@ from bonusd.audit.chain import verify_chain
 from bonusd.audit.store import AuditStore
 from bonusd.cli import main as cli
 from bonusd.clocks.clock import ManualClock
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import redis_client
 from bonusd.infra.sharedclock import SharedClock
@@ -209,7 +209,7 @@ async def test_a_draw_round_to_its_letter(
         promotion_id=draw_helpers.PID, draw_id="halfway", closed_at=clock.now(), counts=counts
     )
     await acluster.set(store.keys.pool(draw_helpers.PID, "halfway"), pool.canonical())
-    desk = DrawDesk(
+    desk = DrawRunner(
         redis=acluster, keys=keys, audit=AuditStore(acluster, keys), promotions=store, clock=clock
     )
     await draw_helpers.a_draw_from_commitment_to_letter((desk, clock))

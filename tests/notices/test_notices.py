@@ -26,8 +26,8 @@ from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.book import SCHEDULER, actor_text
 from bonusd.draws.claims import Actor, ClaimRole
-from bonusd.draws.desk import DrawDesk
 from bonusd.draws.evidence import claim_payload
+from bonusd.draws.runner import DrawRunner
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
 from bonusd.infra.metrics import Metrics
@@ -116,7 +116,7 @@ class Env:
     redis: aioredis.Redis
     keys: Keys
     clock: ManualClock
-    desk: DrawDesk
+    desk: DrawRunner
     floor: FloorStore
     promotions: PromotionStore
     outbox: Outbox
@@ -160,7 +160,7 @@ async def env(site: str, redis_url: str) -> AsyncIterator[Env]:
     festa = load_promotion(PROJECT / "promotions" / f"{FESTA}.toml")
     store = PromotionStore(r, keys, [gh, festa])
     clock = ManualClock(dt.datetime.combine(gh.draw("halfway").date, dt.time(19), gh.zone))
-    desk = DrawDesk(
+    desk = DrawRunner(
         redis=r,
         keys=keys,
         audit=AuditStore(r, keys),

@@ -19,7 +19,7 @@ from bonusd.access.auth import Role
 from bonusd.audit.chain import Entry, Kind
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
-from bonusd.draws.desk import DrawDesk
+from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
 from bonusd.promotions.store import PromotionStore
 from bonusd.settings import Settings
@@ -247,7 +247,7 @@ async def test_a_round_drawn_by_another_daemon_reaches_the_screens(day: Daemon) 
     svc = d.service
     ws = await connect(d, "/ws/signage", {"token": await token(d, Role.SIGNAGE, "main")})
     await recv(ws)
-    other = DrawDesk(
+    other = DrawRunner(
         redis=svc.redis,
         keys=svc.keys,
         audit=AuditStore(svc.redis, svc.keys),

@@ -1,1 +1,1 @@
-"""RAPS jackpots: eligibility, the floor snapshot and mirror, the jackpot desk and its records."""
+"""RAPS jackpots: eligibility, the floor snapshot and mirror, the RAPS runner and its records."""

@@ -1,4 +1,4 @@
-"""Fixtures of the RAPS tests: `s`, a site with a jackpot desk on a test copy of Festa Fortuna (tests/raps/helpers.py)."""
+"""Fixtures of the RAPS tests: `s`, a site with a RAPS runner on a test copy of Festa Fortuna (tests/raps/helpers.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the RAPS tests share: a test copy of Festa Fortuna with its RAPS session, a site around a jackpot desk on a manual clock, and a floor of fifty players put in place key by key."""
+"""What the RAPS tests share: a test copy of Festa Fortuna with its RAPS session, a site around a RAPS runner on a manual clock, and a floor of fifty players put in place key by key."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
 from bonusd.promotions.store import PromotionStore
-from bonusd.raps.desk import JackpotDesk
 from bonusd.raps.rules import FloorPlayer, IneligibleReason, PlayKind, RapsClaimState
+from bonusd.raps.runner import RapsRunner
 
 FESTA = Path(__file__).parents[2] / "promotions" / "montecasino-festa-fortuna.toml"
 
@@ -48,7 +48,7 @@ EMPTY = 'empty_pool = { retry_seconds = 60, retries = 5, then = "carry_over" }'
 
 @dataclass
 class Site:
-    desk: JackpotDesk
+    desk: RapsRunner
     clock: ManualClock
     redis: aioredis.Redis
     keys: Keys
@@ -76,7 +76,7 @@ async def make_site(site: str, redis_url: str, tmp_path: Path, then: str) -> Sit
     r = aioredis.Redis.from_url(redis_url, decode_responses=True)
     keys = Keys("bonusd", site)
     clock = ManualClock(local(12))
-    desk = JackpotDesk(
+    desk = RapsRunner(
         redis=r,
         keys=keys,
         audit=AuditStore(r, keys),

@@ -1,4 +1,4 @@
-"""The RAPS jackpot desk's records against a real Redis: tampering found by the verifier,
+"""The RAPS RAPS runner's records against a real Redis: tampering found by the verifier,
 the floor snapshot the ingest keeps, a missed jackpot, random jackpot times."""
 
 from __future__ import annotations

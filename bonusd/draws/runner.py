@@ -36,7 +36,7 @@ from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, s
 from bonusd.draws.claims import Actor, ClaimError, Prize
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource
-from bonusd.draws.ledger import ExcludedSincePool, LedgerDesk, stored_seeds
+from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner, stored_seeds
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import DrawError, RoundKey, TicketList
 from bonusd.draws.verify import Verification
@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 Command = Callable[[DrawBook], list[Entry]]
 
 
-class DrawDesk(LedgerDesk[DrawBook]):
+class DrawRunner(LedgerRunner[DrawBook]):
     """Runs the site's draws: every change is one atomic commit of ledger, chain and index."""
 
     kind = "draw"

@@ -1,4 +1,4 @@
-"""The draw desk against a real Redis: a Golden Horse draw from bin close to prize letter."""
+"""The draw runner against a real Redis: a Golden Horse draw from bin close to prize letter."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ from bonusd.draws.claims import (
     RoleError,
     TransitionError,
 )
-from bonusd.draws.desk import DrawDesk
 from bonusd.draws.fairness import Pool, SkipReason, pick_sequence
 from bonusd.draws.rounds import DrawError, ManualTicketError
+from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
@@ -51,7 +51,7 @@ from tests.draws.helpers import (
 
 
 @pytest.fixture
-async def desk(site: str, redis_url: str) -> AsyncIterator[tuple[DrawDesk, ManualClock]]:
+async def desk(site: str, redis_url: str) -> AsyncIterator[tuple[DrawRunner, ManualClock]]:
     r = aioredis.Redis.from_url(redis_url, decode_responses=True)
     keys = Keys("bonusd", site)
     promotion = load_promotion(GH)
@@ -65,7 +65,7 @@ async def desk(site: str, redis_url: str) -> AsyncIterator[tuple[DrawDesk, Manua
     )
     await r.set(store.keys.pool(PID, "halfway"), pool.canonical())
     yield (
-        DrawDesk(redis=r, keys=keys, audit=AuditStore(r, keys), promotions=store, clock=clock),
+        DrawRunner(redis=r, keys=keys, audit=AuditStore(r, keys), promotions=store, clock=clock),
         clock,
     )
     await r.aclose()
@@ -83,7 +83,7 @@ async def small(site: str, redis_url: str) -> AsyncIterator[Site]:
     store = PromotionStore(r, keys, [promotion])
     noon = dt.datetime.combine(promotion.draw(HW).date, dt.time(12, 0), promotion.zone)
     clock = ManualClock(noon)
-    d = DrawDesk(
+    d = DrawRunner(
         redis=r,
         keys=keys,
         audit=AuditStore(r, keys),
@@ -107,7 +107,7 @@ async def round_one(s: Site) -> DrawBook:
     return await s.desk.book(PID, HW)
 
 
-async def to_reveal(d: DrawDesk, claim_id: int, reveal: int) -> list[AuditRecord]:
+async def to_reveal(d: DrawRunner, claim_id: int, reveal: int) -> list[AuditRecord]:
     await d.act(PID, HW, claim_id, "present", CREW)
     await d.act(PID, HW, claim_id, "verify", CREW)
     return await d.act(PID, HW, claim_id, "pick_reveal", CREW, reveal=reveal)
@@ -642,7 +642,7 @@ async def test_two_desks_running_the_same_round_pick_five(small: Site, redis_url
     s = small
     other_redis = aioredis.Redis.from_url(redis_url, decode_responses=True)
     try:
-        other = DrawDesk(
+        other = DrawRunner(
             redis=other_redis,
             keys=s.keys,
             audit=AuditStore(other_redis, s.keys),
@@ -673,5 +673,5 @@ async def test_two_desks_running_the_same_round_pick_five(small: Site, redis_url
         await other_redis.aclose()
 
 
-async def test_a_draw_from_commitment_to_letter(desk: tuple[DrawDesk, ManualClock]) -> None:
+async def test_a_draw_from_commitment_to_letter(desk: tuple[DrawRunner, ManualClock]) -> None:
     await a_draw_from_commitment_to_letter(desk)

@@ -1,4 +1,4 @@
-"""The RAPS jackpot desk against a real Redis: a Festa Fortuna bonus-jackpot session from
+"""The RAPS RAPS runner against a real Redis: a Festa Fortuna bonus-jackpot session from
 seed commitment to verified winner, reselection, the decline register and empty pools."""
 
 from __future__ import annotations

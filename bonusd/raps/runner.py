@@ -1,5 +1,5 @@
 """The RAPS sessions of one site against Redis: seeds, the live floor snapshot, books,
-steps committed with the audit trail (`LedgerDesk`, as the draw desk, for bonus jackpots).
+steps committed with the audit trail (`LedgerRunner`, as the draw runner, for bonus jackpots).
 
 Its keys (bonusd/infra/keys.py): each jackpot's secret seed (SET NX), archived pool files
 (shared with the draws, so one verifier reads both), the floor snapshot each attempt was
@@ -9,7 +9,7 @@ the deadline index; it reads the ingest's `floor-row` through `bonusd.raps.mirro
 A step loads the session's book (cached; brought up to date from the ledger's tail),
 runs a pure command on it and commits the entries against the ledger length it read,
 with the archives and the deadline index; a lost race reloads and decides again. As in
-the draw desk, each session has a lock within the daemon: loads and steps hold it, so
+the draw runner, each session has a lock within the daemon: loads and steps hold it, so
 tasks sharing the cached book never replay a record twice nor see an uncommitted step.
 """
 
@@ -29,12 +29,12 @@ from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.book import SCHEDULER
 from bonusd.draws.claims import Actor, ClaimError
-from bonusd.draws.desk import DrawDesk
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource
-from bonusd.draws.ledger import ExcludedSincePool, LedgerDesk, stored_seeds
+from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner, stored_seeds
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import RoundKey
+from bonusd.draws.runner import DrawRunner
 from bonusd.draws.verify import Mismatch, Verification
 from bonusd.errors import AuditFormatError, BonusdError, ConflictError, NotFoundError
 from bonusd.infra.keys import Keys
@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 Command = Callable[[RapsBook], list[Entry]]
 
 
-class JackpotDesk(LedgerDesk[RapsBook]):
+class RapsRunner(LedgerRunner[RapsBook]):
     """Runs the site's RAPS sessions: every change is one atomic commit."""
 
     kind = "raps"
@@ -75,8 +75,8 @@ class JackpotDesk(LedgerDesk[RapsBook]):
         self._floors: dict[tuple[str, int], FloorSnapshot] = {}
         self.live_floor = FloorMirror(redis, keys)  # the floor a pick judges
         self._random_times: dict[tuple[str, str], tuple[dt.datetime, ...]] = {}
-        # pool files and the deadline index are the draw desk's: the same keys, one reader
-        self._draws = DrawDesk(
+        # pool files and the deadline index are the draw runner's: the same keys, one reader
+        self._draws = DrawRunner(
             redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock
         )
 
