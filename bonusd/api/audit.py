@@ -41,13 +41,15 @@ async def audit(
     count: Annotated[int, Query(ge=1, le=5000)] = 200,
     before: Annotated[int | None, Query(ge=1, description="records with seq below")] = None,
     kind: Annotated[str | None, Query(max_length=40)] = None,
-    q: Annotated[str | None, Query(max_length=120, description="text to look for")] = None,
+    text: Annotated[
+        str | None, Query(alias="q", max_length=120, description="text to look for")
+    ] = None,
 ) -> AuditOut:
     """The site's hash-chained audit trail, newest first, with the chain's check:
     filter by kind and by any text of the record (a card, a draw, an actor)."""
     records = await ctx.audit.records()
     check = verify_chain(records)
-    needle = (q or "").strip().lower()
+    needle = (text or "").strip().lower()
     out: list[AuditRecordOut] = []
     for rec in reversed(records):
         if before is not None and rec.seq >= before:

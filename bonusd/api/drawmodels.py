@@ -105,20 +105,20 @@ def book_out(book: DrawBook, now: dt.datetime) -> DrawBookOut:
         for key, rnd in sorted(book.draw.rounds.items(), key=lambda kv: (kv[0][1], kv[0][0]))
     ]
     claims = []
-    for cid, c in book.claims.items():
+    for cid, claim in book.claims.items():
         (tombola, number), pick = book.claim_round[cid]
         claims.append(
             DrawClaimOut(
                 claim=cid,
-                card=c.card,
+                card=claim.card,
                 tombola=tombola,
                 round=number,
                 pick=pick,
-                state=DrawClaimState(c.state),
-                **deadline_of(c.deadline_now(), now),
-                presenter=c.presenter,
-                prize=c.prize.label if c.prize else None,
-                letter=c.letter.number if c.letter else None,
+                state=DrawClaimState(claim.state),
+                **deadline_of(claim.deadline_now(), now),
+                presenter=claim.presenter,
+                prize=claim.prize.label if claim.prize else None,
+                letter=claim.letter.number if claim.letter else None,
             )
         )
     return DrawBookOut(
@@ -137,9 +137,9 @@ def book_out(book: DrawBook, now: dt.datetime) -> DrawBookOut:
 
 def letter_out(book: DrawBook, number: str) -> LetterOut | None:
     """Prize letter `number` of the draw `book`, or None when no claim of it holds one."""
-    for cid, c in book.claims.items():
-        if c.letter is not None and c.letter.number == number:
-            lt = c.letter
+    for cid, claim in book.claims.items():
+        if claim.letter is not None and claim.letter.number == number:
+            lt = claim.letter
             return LetterOut(
                 number=lt.number,
                 claim=cid,
@@ -149,6 +149,6 @@ def letter_out(book: DrawBook, number: str) -> LetterOut | None:
                 value_cents=lt.prize.value_cents,
                 issued_at=lt.issued_at,
                 expires_at=lt.expires_at,
-                state=DrawClaimState(c.state),
+                state=DrawClaimState(claim.state),
             )
     return None

@@ -214,7 +214,7 @@ class SessionItemOut(BaseModel):
 async def jackpot_sessions(ctx: Ctx, promotion: Annotated[str, ID]) -> list[SessionItemOut]:
     """The promotion's RAPS jackpot sessions: id, date, hours and areas."""
     try:
-        p = ctx.promotions.promotion(promotion)
+        found = ctx.promotions.promotion(promotion)
     except NotFoundError as exc:
         raise HTTPException(404, str(exc)) from exc
     return [
@@ -226,7 +226,7 @@ async def jackpot_sessions(ctx: Ctx, promotion: Annotated[str, ID]) -> list[Sess
             end=s.end.strftime("%H:%M"),
             areas=list(s.areas),
         )
-        for s in p.jackpot_sessions
+        for s in found.jackpot_sessions
     ]
 
 

@@ -46,23 +46,23 @@ class DeadLetterOut(BaseModel):
 @router.get("/health")
 async def health(ctx: Ctx) -> HealthOut:
     """The daemon's state: broker, Redis, ingest lag, leadership, clock and gaming day."""
-    h = ctx.health
+    daemon = ctx.health
     now = ctx.clock.now()
     return HealthOut(
-        status=h.status(),
+        status=daemon.status(),
         site=ctx.site,
-        mqtt="connected" if h.mqtt_alive() else "reconnecting",
-        redis="ok" if h.redis_ok else "unavailable",
-        ingest="stalled" if h.ingest_stalled() else "ok",
-        mqtt_error=h.mqtt_problem(),
-        redis_error=h.redis_error,
-        ingest_error=h.ingest_problem(),
-        ingest_lag_seconds=round(h.ingest_lag_s(), 3),
-        pending_messages=h.pending,
+        mqtt="connected" if daemon.mqtt_alive() else "reconnecting",
+        redis="ok" if daemon.redis_ok else "unavailable",
+        ingest="stalled" if daemon.ingest_stalled() else "ok",
+        mqtt_error=daemon.mqtt_problem(),
+        redis_error=daemon.redis_error,
+        ingest_error=daemon.ingest_problem(),
+        ingest_lag_seconds=round(daemon.ingest_lag_s(), 3),
+        pending_messages=daemon.pending,
         clock=now,
         gaming_day=ctx.calendar.gaming_day(now),
-        role=h.role,
-        leader_token=h.leader_token,
+        role=daemon.role,
+        leader_token=daemon.leader_token,
     )
 
 

@@ -188,20 +188,22 @@ class LiveBoardOut(BaseModel):
     entries: list[LivePlaceOut]
 
 
-def standing_out(s: Standing) -> StandingOut:
+def standing_out(standing: Standing) -> StandingOut:
     """The desk's view of a standing: the kiosk's sides, and the breakdown with its texts."""
     return StandingOut(
-        promotion=s.promotion_id,
-        draw=s.draw_id,
-        card=s.card,
-        eligible=s.eligible,
-        qualified=s.qualified,
-        activated=s.activated,
-        tickets=s.tickets,
-        entries=s.entries,
-        per_tombola=dict(s.per_tombola),
-        visits=s.visits,
-        sides={Side(k): SideOut.model_validate(v) for k, v in sides_json(s).items()},
-        breakdown=[DeskRuleLineOut.model_validate(x) for x in breakdown_json(s, details=True)],
-        reasons=list(s.reasons),
+        promotion=standing.promotion_id,
+        draw=standing.draw_id,
+        card=standing.card,
+        eligible=standing.eligible,
+        qualified=standing.qualified,
+        activated=standing.activated,
+        tickets=standing.tickets,
+        entries=standing.entries,
+        per_tombola=dict(standing.per_tombola),
+        visits=standing.visits,
+        sides={Side(k): SideOut.model_validate(v) for k, v in sides_json(standing).items()},
+        breakdown=[
+            DeskRuleLineOut.model_validate(x) for x in breakdown_json(standing, details=True)
+        ],
+        reasons=list(standing.reasons),
     )

@@ -120,11 +120,11 @@ async def summary(ctx: Ctx, promotion: Annotated[str, ID], draw: Annotated[str, 
 
 
 async def _draw_state(
-    store: PromotionStore, p: Promotion, d: Draw, now: dt.datetime
+    store: PromotionStore, promotion: Promotion, draw: Draw, now: dt.datetime
 ) -> DrawStateOut:
-    window = earning_window(p, d)
-    closes = store.bin_closes_at(p.id, d.id)
-    frozen = await store.pool(p.id, d.id)
+    window = earning_window(promotion, draw)
+    closes = store.bin_closes_at(promotion.id, draw.id)
+    frozen = await store.pool(promotion.id, draw.id)
     state: DrawState
     if now < window.opens:
         state = "upcoming"
@@ -135,14 +135,14 @@ async def _draw_state(
     else:
         state = "frozen" if frozen else "closing"
     return DrawStateOut(
-        id=d.id,
-        name=d.name,
-        date=d.date,
-        mode=d.mode,
+        id=draw.id,
+        name=draw.name,
+        date=draw.date,
+        mode=draw.mode,
         window_opens=window.opens,
         window_closes=window.closes,
         bin_closes=closes,
-        rounds=[RoundOut(time=rd.time, winners=dict(rd.winners)) for rd in d.rounds],
+        rounds=[RoundOut(time=rd.time, winners=dict(rd.winners)) for rd in draw.rounds],
         state=state,
         pool_sha256=frozen.sha256 if frozen else None,
     )
@@ -153,17 +153,17 @@ async def promotion(ctx: Ctx, promotion: Annotated[str, ID]) -> PromotionOut:
     """A promotion with each draw's window, bin close, rounds and state now."""
     store = ctx.promotions
     try:
-        p = store.promotion(promotion)
+        found = store.promotion(promotion)
     except NotFoundError as exc:
         raise _not_found(exc) from exc
     now = ctx.clock.now()
     return PromotionOut(
-        id=p.id,
-        name=p.name,
-        site=p.site,
-        start=p.start,
-        end=p.end,
-        draws=[await _draw_state(store, p, d, now) for d in p.draw_list],
+        id=found.id,
+        name=found.name,
+        site=found.site,
+        start=found.start,
+        end=found.end,
+        draws=[await _draw_state(store, found, d, now) for d in found.draw_list],
     )
 
 

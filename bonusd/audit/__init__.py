@@ -1,2 +1,4 @@
-"""The audit trail: the append-only hash chain (pure), its store in Redis, the archive
-copied out of Redis, and the ledger step the draw and jackpot desks share."""
+"""The audit trail: the append-only hash chain (pure, `chain`), its store in Redis with
+the per-draw and per-session ledgers the runners of `draws` and `raps` step through, and
+the monthly archive copied out of Redis. May import `infra`, `settings`, `clocks`,
+`registry` and `errors`."""

@@ -1,3 +1,4 @@
-"""Time: the `Clock` every time-dependent part takes, gaming-day arithmetic, and the
-shared simulated clock that lets a floor simulator and every daemon of a site run on one
-accelerated time. Imports nothing of bonusd but `errors` and `settings`."""
+"""Time: the `Clock` every time-dependent part takes (wall, simulated at any speed,
+manual for tests), gaming-day arithmetic, and the arithmetic of a shared clock (the shared
+clock itself, kept in Redis, is `infra.sharedclock`). Pure; imports nothing of bonusd but
+`errors`."""

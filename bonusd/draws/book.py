@@ -125,17 +125,19 @@ class DrawBook(ClaimSteps):
     # -- replay -----------------------------------------------------------------------------
     def apply(self, rec: AuditRecord, *, seeds: Mapping[RoundKey, bytes], pools: PoolFiles) -> None:
         """Redo the step of one ledger record and check it gives the recorded payload."""
-        p, at, actor = rec.payload, parse_time(rec.time), parse_actor(rec.actor)
-        key: RoundKey = (p.get("tombola", ""), p.get("round", 0))
+        payload, at, actor = rec.payload, parse_time(rec.time), parse_actor(rec.actor)
+        key: RoundKey = (payload.get("tombola", ""), payload.get("round", 0))
         try:
-            got = self._replay(Kind(rec.kind), p, key, at=at, actor=actor, seeds=seeds, pools=pools)
+            got = self._replay(
+                Kind(rec.kind), payload, key, at=at, actor=actor, seeds=seeds, pools=pools
+            )
         except (BonusdError, KeyError, ValueError) as exc:
             raise LedgerError(
                 f"{self.subject}: ledger record {rec.seq} ({rec.kind}) cannot be replayed: {exc}"
             ) from exc
-        if got != p:
+        if got != payload:
             raise LedgerError(
-                f"{self.subject}: ledger record {rec.seq} ({rec.kind}) says {p}, "
+                f"{self.subject}: ledger record {rec.seq} ({rec.kind}) says {payload}, "
                 f"but replaying it gives {got}"
             )
         self.version += 1
@@ -143,7 +145,7 @@ class DrawBook(ClaimSteps):
     def _replay(
         self,
         kind: Kind,
-        p: Mapping[str, Any],
+        payload: Mapping[str, Any],
         key: RoundKey,
         *,
         at: dt.datetime,
@@ -152,42 +154,43 @@ class DrawBook(ClaimSteps):
         pools: PoolFiles,
     ) -> dict[str, Json]:
         if kind is Kind.COMMITMENT:
-            return self._commit(key, seeds[key], late=p.get("late", False))
+            return self._commit(key, seeds[key], late=payload.get("late", False))
         if kind is Kind.SEAT:
-            return self._seat(p["card"], p["board"])
+            return self._seat(payload["card"], payload["board"])
         if kind is Kind.EXCLUSION:
-            return self._exclude(p["card"], p.get("note", ""))
+            return self._exclude(payload["card"], payload.get("note", ""))
         if kind is Kind.POOL:
-            return self._restore(pools(p["pool_commitment"]))
+            return self._restore(pools(payload["pool_commitment"]))
         if kind is Kind.PRIZES:
-            return self._prizes(key, tuple(Prize(label, v) for label, v in p["prizes"]))
-        if kind in (Kind.PICK, Kind.REDRAW) and p.get("manual"):
-            return self._manual(key, p["ticket"], None)
+            return self._prizes(key, tuple(Prize(label, v) for label, v in payload["prizes"]))
+        if kind in (Kind.PICK, Kind.REDRAW) and payload.get("manual"):
+            return self._manual(key, payload["ticket"], None)
         if kind in (Kind.PICK, Kind.REDRAW):
             return self._pick(key)
-        if kind is Kind.CLAIM and p["action"] == "created":
-            d = p["detail"]
-            key, deadline = (d["tombola"], int(d["round"])), parse_time(d["deadline"])
+        if kind is Kind.CLAIM and payload["action"] == "created":
+            detail = payload["detail"]
+            key = (detail["tombola"], int(detail["round"]))
+            deadline = parse_time(detail["deadline"])
             return self._create(
-                key, int(d["pick"]), p["card"], at=at, actor=actor, deadline=deadline
+                key, int(detail["pick"]), payload["card"], at=at, actor=actor, deadline=deadline
             )
         if kind is Kind.CLAIM:
-            claim_id = int(p["claim"].split()[-1])
-            d = p["detail"]
-            args = {"reveal": int(d["reveal"])} if "reveal" in d else {}
-            if d.get("presenter", "winner") != "winner":
-                args["proxy_id"] = d["presenter"]
-            return self._move(claim_id, p["action"], actor, at, **args)
+            claim_id = int(payload["claim"].split()[-1])
+            detail = payload["detail"]
+            args = {"reveal": int(detail["reveal"])} if "reveal" in detail else {}
+            if detail.get("presenter", "winner") != "winner":
+                args["proxy_id"] = detail["presenter"]
+            return self._move(claim_id, payload["action"], actor, at, **args)
         if kind is Kind.LETTER:
-            return self._letter(int(p["claim"].split()[-1]))
+            return self._letter(int(payload["claim"].split()[-1]))
         if kind is Kind.PROXY:
-            return self._proxy(p["card"], p["proxy_id"], p["name"], actor, at)
+            return self._proxy(payload["card"], payload["proxy_id"], payload["name"], actor, at)
         if kind is Kind.SEED_REVEAL:
             return self._reveal(key)
         if kind is Kind.EXCEPTION:
-            if MISSED in p.get("note", ""):
+            if MISSED in payload.get("note", ""):
                 self.missed_rounds.add(key[1])
-            return dict(p)
+            return dict(payload)
         raise ValueError(f"a draw ledger holds no {kind} records")
 
     # -- steps: each returns the payload it records ---------------------------------------

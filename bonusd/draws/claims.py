@@ -120,10 +120,10 @@ class Rule(NamedTuple):
 
 
 def make_rule(
-    starts: str | tuple[str, ...], after: str, roles: Roles, phrase: str, t: Timing = ""
+    starts: str | tuple[str, ...], after: str, roles: Roles, phrase: str, timing: Timing = ""
 ) -> Rule:
     return Rule(
-        frozenset((starts,) if isinstance(starts, str) else starts), after, roles, phrase, t
+        frozenset((starts,) if isinstance(starts, str) else starts), after, roles, phrase, timing
     )
 
 
@@ -216,10 +216,10 @@ class ProxyRegister:
             )
         if participant in self.proxies:
             raise RegisterError(f"{where}: card {participant} already has a proxy")
-        for p in self.proxies.values():
-            if p.proxy_id == proxy_id:
+        for proxy in self.proxies.values():
+            if proxy.proxy_id == proxy_id:
                 raise RegisterError(
-                    f"{where}: proxy {proxy_id} already represents card {p.participant}; "
+                    f"{where}: proxy {proxy_id} already represents card {proxy.participant}; "
                     "a proxy may represent only one participant"
                 )
         self.proxies[participant] = Proxy(participant, proxy_id, name, actor, at)

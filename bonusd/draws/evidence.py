@@ -104,26 +104,30 @@ def evidence(records: Sequence[AuditRecord], draw_id: str, pools: Mapping[str, P
     ev, seen = Evidence(), [r for r in records if r.payload.get("draw_id") == draw_id]
     facts: dict[RoundKey, dict[str, Any]] = {}
     for rec in seen:
-        p = rec.payload
-        key = (p.get("tombola", ""), p.get("round", 0))
+        payload = rec.payload
+        key = (payload.get("tombola", ""), payload.get("round", 0))
         if rec.kind in (Kind.COMMITMENT, Kind.POOL, Kind.SEED_REVEAL):
-            facts.setdefault(key, {"picks": []}).update(p)
-        elif rec.kind in (Kind.PICK, Kind.REDRAW) and p.get("manual"):
-            ev.manual.setdefault(key, []).append(ManualPick(p["number"], p["ticket"], p["card"]))
-            ev.order.append((key, p["number"]))
+            facts.setdefault(key, {"picks": []}).update(payload)
+        elif rec.kind in (Kind.PICK, Kind.REDRAW) and payload.get("manual"):
+            ev.manual.setdefault(key, []).append(
+                ManualPick(payload["number"], payload["ticket"], payload["card"])
+            )
+            ev.order.append((key, payload["number"]))
         elif rec.kind in (Kind.PICK, Kind.REDRAW):
-            facts.setdefault(key, {"picks": []})["picks"].append(pick_from_payload(p))
-            ev.order.append((key, p["number"]))
+            facts.setdefault(key, {"picks": []})["picks"].append(pick_from_payload(payload))
+            ev.order.append((key, payload["number"]))
         elif rec.kind in (Kind.SEAT, Kind.EXCLUSION):
-            (ev.seated if rec.kind == Kind.SEAT else ev.excluded).add(p["card"])
-    for key, f in facts.items():
-        pool = pools.get(f.get("pool_commitment", ""))
-        if f["picks"] and ("seed" not in f or pool is None):
-            ev.missing[key] = "no seed_reveal record" if "seed" not in f else "no pool file"
-        elif f["picks"] and pool is not None:
-            commits = (f.get("seed_commitment", ""), f["pool_commitment"])
-            seed = bytes.fromhex(f["seed"])
-            ev.rounds.append(RoundRecord(pool, seed, *commits, tuple(f["picks"])))
+            (ev.seated if rec.kind == Kind.SEAT else ev.excluded).add(payload["card"])
+    for key, round_facts in facts.items():
+        pool = pools.get(round_facts.get("pool_commitment", ""))
+        if round_facts["picks"] and ("seed" not in round_facts or pool is None):
+            ev.missing[key] = (
+                "no seed_reveal record" if "seed" not in round_facts else "no pool file"
+            )
+        elif round_facts["picks"] and pool is not None:
+            commits = (round_facts.get("seed_commitment", ""), round_facts["pool_commitment"])
+            seed = bytes.fromhex(round_facts["seed"])
+            ev.rounds.append(RoundRecord(pool, seed, *commits, tuple(round_facts["picks"])))
     return ev
 
 
@@ -166,37 +170,53 @@ def draw_report(records: Sequence[AuditRecord], draw_id: str) -> DrawReport:
     report = DrawReport(draw_id, verify_chain(records))
     outcome: dict[str, str] = {}
     for rec in records:
-        p = rec.payload
-        if p.get("draw_id") == draw_id and rec.kind == Kind.CLAIM:
-            outcome[p["card"]] = p["to"]
+        payload = rec.payload
+        if payload.get("draw_id") == draw_id and rec.kind == Kind.CLAIM:
+            outcome[payload["card"]] = payload["to"]
     for rec in records:
-        p, when = rec.payload, f"{rec.time} by {rec.actor}"
+        payload, when = rec.payload, f"{rec.time} by {rec.actor}"
         if rec.kind == Kind.RULE_CHANGE:  # rule changes apply promotion-wide
-            report.overrides.append(f"{when}: rule change {canonical_json(p).decode()}")
-        if p.get("draw_id") != draw_id:
+            report.overrides.append(f"{when}: rule change {canonical_json(payload).decode()}")
+        if payload.get("draw_id") != draw_id:
             continue
-        where = f"{p.get('tombola', '')} r{p.get('round', '')}"
+        where = f"{payload.get('tombola', '')} r{payload.get('round', '')}"
         if rec.kind == Kind.COMMITMENT:
-            report.commitments.append(f"{rec.time} {where} seed {p['seed_commitment']}")
+            report.commitments.append(f"{rec.time} {where} seed {payload['seed_commitment']}")
         elif rec.kind == Kind.POOL:
             report.commitments.append(
-                f"{rec.time} {where} pool {p['pool_commitment']}"
-                f" ({p['members']} members, {p['tickets']} tickets)"
+                f"{rec.time} {where} pool {payload['pool_commitment']}"
+                f" ({payload['members']} members, {payload['tickets']} tickets)"
             )
         elif rec.kind in (Kind.PICK, Kind.REDRAW):
-            how = "manual" if p.get("manual") else str(rec.kind)
-            result = outcome.get(p["card"], "no claim recorded")
-            line = (rec.time, f"{where} #{p['number']}", p["ticket"], p["card"], how, result)
+            how = "manual" if payload.get("manual") else str(rec.kind)
+            result = outcome.get(payload["card"], "no claim recorded")
+            line = (
+                rec.time,
+                f"{where} #{payload['number']}",
+                payload["ticket"],
+                payload["card"],
+                how,
+                result,
+            )
             report.picks.append(ReportLine(*line))
-            for s in p.get("passed_over", []):
-                if s["reason"] != SkipReason.ALREADY_PICKED:
-                    report.exceptions.append(f"{rec.time} {where}: card {s['card']} {s['reason']}")
+            for passed in payload.get("passed_over", []):
+                if passed["reason"] != SkipReason.ALREADY_PICKED:
+                    report.exceptions.append(
+                        f"{rec.time} {where}: card {passed['card']} {passed['reason']}"
+                    )
             if rec.kind == Kind.REDRAW:
-                report.exceptions.append(f"{rec.time} {where}: redraw, pick {p['number']}")
-        elif rec.kind == Kind.CLAIM and p["to"] in ("no_show", "lapsed", "not_owner", "reselected"):
-            report.exceptions.append(f"{when}: {p['claim']} card {p['card']} {p['to']}")
+                report.exceptions.append(f"{rec.time} {where}: redraw, pick {payload['number']}")
+        elif rec.kind == Kind.CLAIM and payload["to"] in (
+            "no_show",
+            "lapsed",
+            "not_owner",
+            "reselected",
+        ):
+            report.exceptions.append(
+                f"{when}: {payload['claim']} card {payload['card']} {payload['to']}"
+            )
         elif rec.kind == Kind.EXCEPTION:
-            report.exceptions.append(f"{when}: {p.get('note', '')}")
+            report.exceptions.append(f"{when}: {payload.get('note', '')}")
         elif rec.kind in (Kind.OVERRIDE, Kind.EXCLUSION, Kind.SEAT):
-            report.overrides.append(f"{when}: {rec.kind} {canonical_json(p).decode()}")
+            report.overrides.append(f"{when}: {rec.kind} {canonical_json(payload).decode()}")
     return report

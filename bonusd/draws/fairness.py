@@ -150,8 +150,8 @@ class Pool:
         return self.cards[self.owner_index(ticket)]
 
     def index_of(self, card: str) -> int | None:
-        i = bisect.bisect_left(self.cards, card)
-        return i if i < self.members and self.cards[i] == card else None
+        index = bisect.bisect_left(self.cards, card)
+        return index if index < self.members and self.cards[index] == card else None
 
     def ticket_ranges(self) -> Iterator[tuple[int, int, str]]:
         """(first, last, card) per member, 1-based ticket numbers, in pool order."""
@@ -163,17 +163,24 @@ class Pool:
 
 def pick_message(draw_id: str, tombola: str, context_hash: str, counter: int) -> bytes:
     """The HMAC message of candidate `counter`; `context_hash` is the pool commitment."""
-    d, t = draw_id.encode(), tombola.encode()
-    head = PICK_TAG + len(d).to_bytes(2, "big") + d + len(t).to_bytes(2, "big") + t
+    draw_bytes, tombola_bytes = draw_id.encode(), tombola.encode()
+    head = (
+        PICK_TAG
+        + len(draw_bytes).to_bytes(2, "big")
+        + draw_bytes
+        + len(tombola_bytes).to_bytes(2, "big")
+        + tombola_bytes
+    )
     return head + bytes.fromhex(context_hash) + counter.to_bytes(8, "big")
 
 
-def candidate(block: bytes, n: int) -> int | None:
-    """The top `(n-1).bit_length()` bits of a 32-byte block, or None when >= n (rejected)."""
-    if not 1 <= n <= 1 << 256:
-        raise ValueError(f"n must be in 1..2**256, got {n}")
-    value = int.from_bytes(block, "big") >> (256 - (n - 1).bit_length())
-    return value if value < n else None
+def candidate(block: bytes, bound: int) -> int | None:
+    """The top `(bound-1).bit_length()` bits of a 32-byte block, or None when >= `bound`
+    (rejected); `bound` is the `n` of docs/fairness.md."""
+    if not 1 <= bound <= 1 << 256:
+        raise ValueError(f"n must be in 1..2**256, got {bound}")
+    value = int.from_bytes(block, "big") >> (256 - (bound - 1).bit_length())
+    return value if value < bound else None
 
 
 class CandidateStream:
@@ -191,12 +198,12 @@ class CandidateStream:
         mac.update(counter.to_bytes(8, "big"))
         return mac.digest()
 
-    def below(self, n: int) -> tuple[int, int]:
-        """(counter, value): the next accepted candidate in [0, n) and the counter it used."""
+    def below(self, bound: int) -> tuple[int, int]:
+        """(counter, value): the next accepted candidate in [0, bound) and the counter it used."""
         while True:
             counter = self.counter
             self.counter += 1
-            value = candidate(self.block(counter), n)
+            value = candidate(self.block(counter), bound)
             if value is not None:
                 return counter, value
 
@@ -204,12 +211,13 @@ class CandidateStream:
 def shuffle(
     items: Sequence[T], seed: bytes, draw_id: str, label: str, context_hash: str
 ) -> list[T]:
-    """A verifiable Fisher-Yates shuffle: for i = len-1 down to 1, swap i with below(i+1)."""
+    """A verifiable Fisher-Yates shuffle: for each position from len-1 down to 1, swap it
+    with below(position+1)."""
     out = list(items)
     stream = CandidateStream(seed, draw_id, label, context_hash)
-    for i in range(len(out) - 1, 0, -1):
-        _, j = stream.below(i + 1)
-        out[i], out[j] = out[j], out[i]
+    for position in range(len(out) - 1, 0, -1):
+        _, other = stream.below(position + 1)
+        out[position], out[other] = out[other], out[position]
     return out
 
 
@@ -301,16 +309,16 @@ class Picker:
         self.bar(card, SkipReason.ALREADY_PICKED)
         return pick
 
-    def take(self, n: int) -> list[Pick]:
-        """Up to `n` further picks (fewer only if the pool runs out)."""
+    def take(self, count: int) -> list[Pick]:
+        """Up to `count` further picks (fewer only if the pool runs out)."""
         out: list[Pick] = []
-        while len(out) < n and (pick := self.next()) is not None:
+        while len(out) < count and (pick := self.next()) is not None:
             out.append(pick)
         return out
 
 
 def pick_sequence(
-    pool: Pool, seed: bytes, n: int, *, barred: Mapping[str, SkipReason] | None = None
+    pool: Pool, seed: bytes, count: int, *, barred: Mapping[str, SkipReason] | None = None
 ) -> list[Pick]:
-    """The first `n` picks of the pool's stream (winners then alternates)."""
-    return Picker(pool, seed, barred=barred).take(n)
+    """The first `count` picks of the pool's stream (winners then alternates)."""
+    return Picker(pool, seed, barred=barred).take(count)

@@ -89,9 +89,9 @@ def _ticket_counts(body: bytes) -> tuple[npt.NDArray[np.int64], int]:
 
     def check(wrong: npt.NDArray[np.bool_], what: str) -> None:
         if wrong.any():
-            k = int(np.argmax(wrong))
-            line = body[starts[k] : ends[k]].decode(errors="replace")
-            raise ValueError(f"line {k + 2} {line!r}: {what}")
+            row = int(np.argmax(wrong))
+            line = body[starts[row] : ends[row]].decode(errors="replace")
+            raise ValueError(f"line {row + 2} {line!r}: {what}")
 
     if body and not body.endswith(b"\n"):
         raise ValueError(f"line {len(ends) + 2}: the last line does not end with LF")
@@ -104,10 +104,11 @@ def _ticket_counts(body: bytes) -> tuple[npt.NDArray[np.int64], int]:
     check(digits > _MAX_DIGITS, "the ticket count is too large")
     check(raw[colons + 1] == ord("0"), "a ticket count of 0 or with a leading zero")
     counts, wrong = np.zeros(len(ends), dtype=np.uint64), np.zeros(len(ends), dtype=np.bool_)
-    for j in range(int(digits.max(initial=0))):  # the j-th digit from the right of each count
-        has, digit = digits > j, raw[np.maximum(ends - 1 - j, 0)] - np.uint8(ord("0"))
+    # place 0 is each count's last digit, place 1 the one before it, and so on
+    for place in range(int(digits.max(initial=0))):
+        has, digit = digits > place, raw[np.maximum(ends - 1 - place, 0)] - np.uint8(ord("0"))
         wrong |= has & (digit > 9)
-        counts += np.where(has, digit, 0).astype(np.uint64) * np.uint64(10**j)
+        counts += np.where(has, digit, 0).astype(np.uint64) * np.uint64(10**place)
     check(wrong, "the ticket count is not a decimal integer")
     check(counts > _INT64_MAX, "the ticket count is too large")
     equals = np.flatnonzero(raw == ord("="))
@@ -124,9 +125,9 @@ def _ticket_counts(body: bytes) -> tuple[npt.NDArray[np.int64], int]:
 def _card_problem(error: str, cards: Sequence[str]) -> str:
     """Where `Pool` found fault with the cards: the first out of order, or whitespace."""
     if "order" in error:
-        k = next(k for k in range(1, len(cards)) if not cards[k - 1] < cards[k])
-        return f" (line {k + 2}: {cards[k]!r} after {cards[k - 1]!r})"
+        index = next(k for k in range(1, len(cards)) if not cards[k - 1] < cards[k])
+        return f" (line {index + 2}: {cards[index]!r} after {cards[index - 1]!r})"
     if "card" not in error or (found := re.search(r"\S\s+\S", "".join(cards))) is None:
         return ""
-    k = bisect.bisect_right(list(itertools.accumulate(map(len, cards))), found.start() + 1)
-    return f" (line {k + 2}: whitespace in {cards[k]!r})"
+    index = bisect.bisect_right(list(itertools.accumulate(map(len, cards))), found.start() + 1)
+    return f" (line {index + 2}: whitespace in {cards[index]!r})"

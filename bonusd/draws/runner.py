@@ -204,8 +204,8 @@ class DrawRunner(LedgerRunner[DrawBook]):
         seats = await self.promotions.seats(promotion_id, draw_id)
         pools: list[Pool] = []
 
-        def command(b: DrawBook) -> list[Entry]:
-            out, frozen = b.close_bin(entries, seats, actor, now)
+        def command(current: DrawBook) -> list[Entry]:
+            out, frozen = current.close_bin(entries, seats, actor, now)
             pools[:] = frozen
             return out
 
@@ -289,10 +289,12 @@ class DrawRunner(LedgerRunner[DrawBook]):
         now = self.clock.now()
         letters: dict[str, str] = {}
 
-        def command(b: DrawBook) -> list[Entry]:
-            out = b.act(claim_id, action, actor, now, **args) + b.reveal_seeds(now)
+        def command(current: DrawBook) -> list[Entry]:
+            out = current.act(claim_id, action, actor, now, **args) + current.reveal_seeds(now)
             letters.clear()
-            letters.update({e.payload["number"]: b.subject for e in out if e.kind is Kind.LETTER})
+            letters.update(
+                {e.payload["number"]: current.subject for e in out if e.kind is Kind.LETTER}
+            )
             return out
 
         def index(pipe: Any) -> None:

@@ -43,31 +43,31 @@ class Verification:
 def _check_pick(
     stream: CandidateStream,
     pool: Pool,
-    k: int,
+    number: int,
     pick: Pick,
     *,
     picked: set[str],
     outside: Mapping[str, Collection[SkipReason]],
 ) -> Mismatch | None:
     """The first difference between recorded pick `k` and the recomputed stream, if any."""
-    if pick.number != k:
-        return Mismatch("pick", k, f"number {k}", str(pick.number))
+    if pick.number != number:
+        return Mismatch("pick", number, f"number {number}", str(pick.number))
     if pool.total == 0:
-        return Mismatch("pick", k, "no pick from an empty pool", pick.card)
+        return Mismatch("pick", number, "no pick from an empty pool", pick.card)
     steps = [(p.counter, p.ticket, p.card, p.reason) for p in pick.passed_over]
     for counter, ticket, card, reason in [*steps, (pick.counter, pick.ticket, pick.card, None)]:
-        c, t = stream.below(pool.total)
-        owner = pool.owner(t)
-        if (c, t, owner) != (counter, ticket, card):
-            expected = f"counter {c} ticket {t + 1} card {owner}"
+        stream_counter, stream_ticket = stream.below(pool.total)
+        owner = pool.owner(stream_ticket)
+        if (stream_counter, stream_ticket, owner) != (counter, ticket, card):
+            expected = f"counter {stream_counter} ticket {stream_ticket + 1} card {owner}"
             return Mismatch(
-                "pick", k, expected, f"counter {counter} ticket {ticket + 1} card {card}"
+                "pick", number, expected, f"counter {counter} ticket {ticket + 1} card {card}"
             )
         if reason is None and card in picked:
-            return Mismatch("pick", k, f"card {card} passed over", "picked twice")
+            return Mismatch("pick", number, f"card {card} passed over", "picked twice")
         already = reason is SkipReason.ALREADY_PICKED and card in picked
         if reason is not None and not already and reason not in outside.get(card, ()):
-            return Mismatch("pass-over", k, f"card {card} picked", f"passed over: {reason}")
+            return Mismatch("pass-over", number, f"card {card} picked", f"passed over: {reason}")
     return None
 
 
@@ -93,10 +93,10 @@ def verify(
         found.append(Mismatch("pool", None, pool_commitment, f"hash {pool.commitment}"))
     stream = CandidateStream(seed, pool.draw_id, pool.tombola, pool.commitment)
     picked: set[str] = set()
-    for k, pick in enumerate(picks, 1):
-        problem = _check_pick(stream, pool, k, pick, picked=picked, outside=barred or {})
+    for number, pick in enumerate(picks, 1):
+        problem = _check_pick(stream, pool, number, pick, picked=picked, outside=barred or {})
         if problem is not None:
-            return Verification(k - 1, (*found, problem))
+            return Verification(number - 1, (*found, problem))
         picked.add(pick.card)
     return Verification(len(picks), tuple(found))
 

@@ -1,4 +1,9 @@
-"""Promotions as configuration: the pure domain half.
+"""Promotions as configuration, and their live side in Redis.
+
+May import `infra`, `settings`, `clocks`, `registry` and `errors`. The modules named
+below are pure (no I/O library, by contract); `store`, `summaries`, `rulesync` and
+`timetable` keep standings, boards, activations, frozen pools and the site's rules in
+Redis.
 
 A promotion is a TOML file (`promotions/*.toml`, format in `docs/promotions.md`), loaded
 and checked into a `Promotion`. The rules engine is synchronous and pure: it takes a

@@ -127,10 +127,12 @@ def standing(
     if barred:
         return _barred(promotion, draw, member, barred, activated=activated)
     reasons: list[str] = []
-    q = _qualification(promotion, draw, member, stats, reasons, explain=explain)
+    qualification = _qualification(promotion, draw, member, stats, reasons, explain=explain)
     lines = (
-        _ticket_lines(draw, member, stats, q.visits, q.sides, explain=explain)
-        if q.qualified
+        _ticket_lines(
+            draw, member, stats, qualification.visits, qualification.sides, explain=explain
+        )
+        if qualification.qualified
         else []
     )
     per_tombola = {t: sum(x.tickets for x in lines if x.tombola is t) for t in draw.tombola_names}
@@ -142,12 +144,12 @@ def standing(
         draw_id=draw.id,
         card=member.card,
         eligible=True,
-        qualified=q.qualified,
+        qualified=qualification.qualified,
         activated=activated,
-        visits=q.visits,
+        visits=qualification.visits,
         tickets=tickets,
         per_tombola=MappingProxyType(per_tombola),
-        sides=_side_standings(draw, stats, q, lines),
+        sides=_side_standings(draw, stats, qualification, lines),
         breakdown=tuple(lines),
         reasons=tuple(reasons),
     )
@@ -204,7 +206,7 @@ def _qualification(
 
 
 def _side_standings(
-    draw: Draw, stats: MemberWindowStats, q: _Qualification, lines: list[RuleLine]
+    draw: Draw, stats: MemberWindowStats, qualification: _Qualification, lines: list[RuleLine]
 ) -> tuple[SideStanding, ...]:
     """Each judged side's points, threshold, verdict and the tickets it gave."""
     return tuple(
@@ -212,10 +214,10 @@ def _side_standings(
             side=side,
             points=stats.side(side).points,
             threshold=draw.qualification.threshold,
-            qualified=side in q.sides,
+            qualified=side in qualification.sides,
             tickets=sum(x.tickets for x in lines if x.side is side),
         )
-        for side in q.judged
+        for side in qualification.judged
     )
 
 
@@ -296,29 +298,31 @@ def _ticket_lines(
         tombola = Tombola(side.value) if separate else Tombola.POOLED
         points = stats.side(side).points
         if rules.per_points:
-            n = points // rules.per_points
+            tickets = points // rules.per_points
             detail = (
-                f"{side.value}: {points:,} points / {rules.per_points:,} = {n:,}" if explain else ""
-            )
-            lines.append(RuleLine("points", tombola, n, detail, side))
-        if separate and rules.per_visit:
-            side_visits = stats.side(side).visits
-            n = side_visits * rules.per_visit
-            detail = (
-                f"{side.value}: {side_visits} gaming visit(s) x {rules.per_visit} = {n}"
+                f"{side.value}: {points:,} points / {rules.per_points:,} = {tickets:,}"
                 if explain
                 else ""
             )
-            lines.append(RuleLine("side_visits", tombola, n, detail, side))
+            lines.append(RuleLine("points", tombola, tickets, detail, side))
+        if separate and rules.per_visit:
+            side_visits = stats.side(side).visits
+            tickets = side_visits * rules.per_visit
+            detail = (
+                f"{side.value}: {side_visits} gaming visit(s) x {rules.per_visit} = {tickets}"
+                if explain
+                else ""
+            )
+            lines.append(RuleLine("side_visits", tombola, tickets, detail, side))
     if separate:
         return lines
     pooled = Tombola.POOLED
     if rules.min_one_if_played and not any(x.tickets for x in lines):
         lines.append(RuleLine("min_one", pooled, 1, "rated play in the window: at least 1"))
     if rules.per_visit and visits:
-        n = visits * rules.per_visit
-        detail = f"{visits} gaming visit(s) x {rules.per_visit} = {n}" if explain else ""
-        lines.append(RuleLine("visits", pooled, n, detail))
+        tickets = visits * rules.per_visit
+        detail = f"{visits} gaming visit(s) x {rules.per_visit} = {tickets}" if explain else ""
+        lines.append(RuleLine("visits", pooled, tickets, detail))
     if rules.base:
         lines.append(RuleLine("base", pooled, rules.base, f"{rules.base} free ticket(s)"))
     if rules.app_bonus and member.app_user:

@@ -82,32 +82,34 @@ class RapsBook:
     def _replay(
         self, rec: AuditRecord, seeds: Mapping[int, bytes], pools: PoolFiles, floors: Floors
     ) -> dict[str, Json]:
-        kind, p = Kind(rec.kind), rec.payload
+        kind, payload = Kind(rec.kind), rec.payload
         at, actor = parse_time(rec.time), parse_actor(rec.actor)
         if kind is Kind.DECLINE:
-            return self._decline(p["card"], actor, at)
-        n = jackpot_number(p["draw_id"])
+            return self._decline(payload["card"], actor, at)
+        number = jackpot_number(payload["draw_id"])
         if kind is Kind.COMMITMENT:
-            return self._commit(n, seeds[n], late=p.get("late", False))
+            return self._commit(number, seeds[number], late=payload.get("late", False))
         if kind is Kind.POOL:
-            jid = self.jackpot(n).jackpot_id
-            return self._pool(n, pools(p["pool_commitment"]), floors(jid, p["round"]))
+            jid = self.jackpot(number).jackpot_id
+            return self._pool(
+                number, pools(payload["pool_commitment"]), floors(jid, payload["round"])
+            )
         if kind in (Kind.PICK, Kind.REDRAW):
-            return self._pick(n)
-        if kind is Kind.CLAIM and p["action"] == "created":
-            return self._create(n, p["card"], actor, at)
+            return self._pick(number)
+        if kind is Kind.CLAIM and payload["action"] == "created":
+            return self._create(number, payload["card"], actor, at)
         if kind is Kind.CLAIM:
-            return self._move(int(p["claim"].split()[-1]), p["action"], actor, at)
-        if kind is Kind.EXCEPTION and p.get("event") == "empty_pool":
-            return self._empty(n, at)
-        if kind is Kind.EXCEPTION and p.get("event") == "missed":
-            return self._missed(n, p["note"])
+            return self._move(int(payload["claim"].split()[-1]), payload["action"], actor, at)
+        if kind is Kind.EXCEPTION and payload.get("event") == "empty_pool":
+            return self._empty(number, at)
+        if kind is Kind.EXCEPTION and payload.get("event") == "missed":
+            return self._missed(number, payload["note"])
         if kind is Kind.EXCEPTION:
-            return self._nobody_left(n)
+            return self._nobody_left(number)
         if kind is Kind.SEED_REVEAL:
-            return self._reveal(n)
+            return self._reveal(number)
         if kind is Kind.EXCLUSION:
-            return self._exclude(n, p["card"], p["note"])
+            return self._exclude(number, payload["card"], payload["note"])
         raise ValueError(f"a RAPS session ledger holds no {kind} records")
 
     # -- steps: each returns the payload it records ---------------------------------------
@@ -115,14 +117,14 @@ class RapsBook:
         self.plan.at(number)
         return self.jackpots[number]
 
-    def _live(self, n: int) -> tuple[JackpotState, Jackpot, Pool]:
-        st = self.jackpot(n)
+    def _live(self, number: int) -> tuple[JackpotState, Jackpot, Pool]:
+        st = self.jackpot(number)
         if st.jackpot is None or st.jackpot.pool is None:
             raise RapsError(f"jackpot {st.jackpot_id} has not run yet: it has no pool")
         return st, st.jackpot, st.jackpot.pool
 
-    def _commit(self, n: int, seed: bytes, *, late: bool) -> dict[str, Json]:
-        st = self.jackpot(n)
+    def _commit(self, number: int, seed: bytes, *, late: bool) -> dict[str, Json]:
+        st = self.jackpot(number)
         if st.seed is not None:
             raise RapsError(f"jackpot {st.jackpot_id}: its seed is committed already")
         st.seed = seed
@@ -136,37 +138,37 @@ class RapsBook:
         return {"draw_id": self.subject, "card": card}
 
     def _pool(
-        self, n: int, pool: Pool, floor: FloorSnapshot, verdict: Judgement | None = None
+        self, number: int, pool: Pool, floor: FloorSnapshot, verdict: Judgement | None = None
     ) -> dict[str, Json]:
-        st = self.jackpot(n)
+        st = self.jackpot(number)
         if st.seed is None:
             raise RapsError(f"jackpot {st.jackpot_id}: commit its seed before the pool")
-        k = st.attempt + 1
+        attempt = st.attempt + 1
         verdict = verdict or judge(floor, self.plan.rules)
-        if verdict.eligible != pool.cards or pool.round_no != k:
+        if verdict.eligible != pool.cards or pool.round_no != attempt:
             raise RapsError(
-                f"jackpot {st.jackpot_id}: the pool file of attempt {k} is not the eligible "
+                f"jackpot {st.jackpot_id}: the pool file of attempt {attempt} is not the eligible "
                 "players of its archived floor snapshot; restore both from the backup"
             )
-        st.attempt = k
+        st.attempt = attempt
         st.jackpot = Jackpot(st.jackpot_id, seed=st.seed)
         st.jackpot.restore(pool)
         st.floor = floor.lean()
         st.retry_at = None
         counts = {"eligible": pool.members, "ineligible": verdict.ineligible}
-        st.summary = {"attempt": k, **counts, "reasons": dict(verdict.reasons())}
+        st.summary = {"attempt": attempt, **counts, "reasons": dict(verdict.reasons())}
         extra = {"seed_commitment": commit_seed(st.seed), "floor_sha256": floor.sha256}
         return evidence.pool_payload(pool) | extra | st.summary
 
-    def _pick(self, n: int) -> dict[str, Json]:
-        st, jackpot, pool = self._live(n)
+    def _pick(self, number: int) -> dict[str, Json]:
+        st, jackpot, pool = self._live(number)
         pick = jackpot.next_pick()
         if pick is None:
             raise RapsError(f"jackpot {st.jackpot_id}: nobody is left in the pool to pick")
         return evidence.pick_payload(pool, pick)
 
-    def _create(self, n: int, card: str, actor: Actor, at: dt.datetime) -> dict[str, Json]:
-        st = self.jackpot(n)
+    def _create(self, number: int, card: str, actor: Actor, at: dt.datetime) -> dict[str, Json]:
+        st = self.jackpot(number)
         assert st.jackpot is not None
         assert st.floor is not None
         where = st.floor.place(card)
@@ -183,7 +185,7 @@ class RapsBook:
             claim_time=dt.timedelta(seconds=self.plan.session.claim_seconds),
         )
         self.claims[claim_id] = claim
-        self.claim_jackpot[claim_id] = n
+        self.claim_jackpot[claim_id] = number
         st.claims.append(claim_id)
         detail = {k: where[k] for k in ("device", "area", "bank", "seat")}
         detail |= {"pick": str(len(st.jackpot.picks)), "prizes": str(st.prizes)}
@@ -200,9 +202,9 @@ class RapsBook:
             raise ClaimError(f"{claim.subject}: there is no action {action!r} (one of {known})")
         return evidence.claim_payload(claim.jackpot_id, claim.card, move)
 
-    def _empty(self, n: int, at: dt.datetime) -> dict[str, Json]:
+    def _empty(self, number: int, at: dt.datetime) -> dict[str, Json]:
         """Nobody eligible: retry later, then skip or carry the prize to the next jackpot."""
-        st, _, pool = self._live(n)
+        st, _, pool = self._live(number)
         if pool.members:
             raise RapsError(f"jackpot {st.jackpot_id}: its pool is not empty")
         out = round_ref(st.jackpot_id, RAPS_TOMBOLA, st.attempt) | {"event": "empty_pool"}
@@ -212,7 +214,7 @@ class RapsBook:
         if st.attempt <= rule.retries:
             st.retry_at = at + dt.timedelta(seconds=rule.retry_seconds)
             return out | {"retry_at": utc_text(st.retry_at), "note": f"{note}; retrying"}
-        later = [j for j in self.jackpots.values() if j.number > n and j.attempt == 0]
+        later = [j for j in self.jackpots.values() if j.number > number and j.attempt == 0]
         if rule.then is EmptyPoolAction.CARRY_OVER and later:
             st.outcome = "carried_over"
             later[0].prizes += st.prizes
@@ -221,17 +223,17 @@ class RapsBook:
         st.outcome = "skipped"
         return out | {"then": "skip", "note": f"{note}; the jackpot is not awarded"}
 
-    def _exclude(self, n: int, card: str, note: str) -> dict[str, Json]:
+    def _exclude(self, number: int, card: str, note: str) -> dict[str, Json]:
         """A member excluded since the pool froze: passed over by every later pick."""
-        st, jackpot, _ = self._live(n)
+        st, jackpot, _ = self._live(number)
         if card in st.excluded:
             raise RapsError(f"jackpot {st.jackpot_id}: card {card} is excluded already")
         st.excluded.add(card)
         jackpot.exclude(card)
         return {"draw_id": st.jackpot_id, "card": card, "note": note}
 
-    def _nobody_left(self, n: int) -> dict[str, Json]:
-        st, jackpot, _ = self._live(n)
+    def _nobody_left(self, number: int) -> dict[str, Json]:
+        st, jackpot, _ = self._live(number)
         if not jackpot.exhausted:
             raise RapsError(f"jackpot {st.jackpot_id}: players are left to reselect")
         st.outcome = "nobody_left"
@@ -239,16 +241,16 @@ class RapsBook:
         out = {"event": "nobody_left", "note": note}
         return round_ref(st.jackpot_id, RAPS_TOMBOLA, st.attempt) | out
 
-    def _missed(self, n: int, note: str) -> dict[str, Json]:
-        st = self.jackpot(n)
+    def _missed(self, number: int, note: str) -> dict[str, Json]:
+        st = self.jackpot(number)
         if st.attempt:
             raise RapsError(f"jackpot {st.jackpot_id} has run: it was not missed")
         st.exceptions.append({"event": "missed"})
         return round_ref(st.jackpot_id, RAPS_TOMBOLA, 0) | {"event": "missed", "note": note}
 
-    def _reveal(self, n: int) -> dict[str, Json]:
-        st = self.jackpot(n)
-        if st.revealed or st.jackpot is None or not self.settled(n):
+    def _reveal(self, number: int) -> dict[str, Json]:
+        st = self.jackpot(number)
+        if st.revealed or st.jackpot is None or not self.settled(number):
             raise RapsError(f"jackpot {st.jackpot_id}: its seed cannot be revealed now")
         st.revealed = True
         return evidence.seed_payload(
@@ -269,16 +271,16 @@ class RapsBook:
     def commit_seeds(self, seeds: Mapping[int, bytes], at: dt.datetime) -> list[Entry]:
         """Record each jackpot's seed commitment; `late` when made after its time."""
         out = []
-        for n, st in self.jackpots.items():
+        for number, st in self.jackpots.items():
             if st.seed is None:
-                payload = self._commit(n, seeds[n], late=at > st.at)
+                payload = self._commit(number, seeds[number], late=at > st.at)
                 out.append(self._entry(Kind.COMMITMENT, payload, SCHEDULER, at))
         return out
 
-    def missed(self, n: int, late: dt.timedelta, at: dt.datetime) -> list[Entry]:
-        """Record that jackpot `n` did not run at its time (the daemon was down longer than
+    def missed(self, number: int, late: dt.timedelta, at: dt.datetime) -> list[Entry]:
+        """Record that jackpot `number` did not run at its time (the daemon was down longer than
         the grace): the desk runs it on demand or decides otherwise. Once per jackpot."""
-        st = self.jackpot(n)
+        st = self.jackpot(number)
         noted = any(e.get("event") == "missed" for e in st.exceptions)
         if st.attempt or noted:
             return []
@@ -286,23 +288,23 @@ class RapsBook:
             f"jackpot {st.jackpot_id} not run at {utc_text(st.at)}: the daemon was down for "
             f"{late}; the desk runs it"
         )
-        return [self._entry(Kind.EXCEPTION, self._missed(n, note), SCHEDULER, at)]
+        return [self._entry(Kind.EXCEPTION, self._missed(number, note), SCHEDULER, at)]
 
     def exclude(self, jackpot_id: str, card: str, actor: Actor, at: dt.datetime) -> list[Entry]:
         """Record that `card` was excluded after jackpot `jackpot_id`'s pool froze (once)."""
-        n = jackpot_number(jackpot_id)
-        st = self.jackpot(n)
+        number = jackpot_number(jackpot_id)
+        st = self.jackpot(number)
         if card in st.excluded or st.jackpot is None or st.jackpot.pool is None:
             return []
-        payload = self._exclude(n, card, "excluded after the pool froze")
+        payload = self._exclude(number, card, "excluded after the pool froze")
         return [self._entry(Kind.EXCLUSION, payload, actor, at)]
 
     def sign_decline(self, card: str, actor: Actor, at: dt.datetime) -> list[Entry]:
         return [self._entry(Kind.DECLINE, self._decline(card, actor, at), actor, at)]
 
-    def selectable(self, n: int, at: dt.datetime) -> bool:
+    def selectable(self, number: int, at: dt.datetime) -> bool:
         """The jackpot is to run now: its first attempt, or a retry that is due."""
-        st = self.jackpot(n)
+        st = self.jackpot(number)
         if st.outcome or st.claims:
             return False
         if st.attempt == 0:
@@ -310,14 +312,14 @@ class RapsBook:
         return st.retry_at is not None and at >= st.retry_at
 
     def select(
-        self, n: int, floor: FloorSnapshot, actor: Actor, at: dt.datetime
+        self, number: int, floor: FloorSnapshot, actor: Actor, at: dt.datetime
     ) -> tuple[list[Entry], list[tuple[Pool, FloorSnapshot]]]:
         """Freeze the pool of players eligible on `floor` (the snapshot at `at`) and alert
         the crew to the winner (or record the empty pool); returns the entries and the
         (pool, floor snapshot) to archive. Idempotent: a jackpot run already (and no
         retry due) gives nothing."""
-        st = self.jackpot(n)
-        if not self.selectable(n, at):
+        st = self.jackpot(number)
+        if not self.selectable(number, at):
             return [], []
         if at < st.at:
             raise RapsError(f"jackpot {st.jackpot_id} is at {utc_text(st.at)}; not before")
@@ -326,40 +328,42 @@ class RapsBook:
         verdict = judge(floor, self.plan.rules)
         one_each = np.ones(len(verdict.eligible), dtype=np.int64)  # cards sorted already
         pool = Pool(st.jackpot_id, RAPS_TOMBOLA, st.attempt + 1, verdict.eligible, one_each)
-        out = [self._entry(Kind.POOL, self._pool(n, pool, floor, verdict), actor, at)]
+        out = [self._entry(Kind.POOL, self._pool(number, pool, floor, verdict), actor, at)]
         if pool.members == 0:
-            out.append(self._entry(Kind.EXCEPTION, self._empty(n, at), actor, at))
+            out.append(self._entry(Kind.EXCEPTION, self._empty(number, at), actor, at))
         else:
-            out += self._announce(Kind.PICK, n, actor, at)
+            out += self._announce(Kind.PICK, number, actor, at)
         return out + self.reveal_seeds(at), [(pool, floor)]
 
-    def _announce(self, kind: Kind, n: int, actor: Actor, at: dt.datetime) -> list[Entry]:
-        pick = self._entry(kind, self._pick(n), actor, at)
-        created = self._create(n, pick.payload["card"], actor, at)
+    def _announce(self, kind: Kind, number: int, actor: Actor, at: dt.datetime) -> list[Entry]:
+        pick = self._entry(kind, self._pick(number), actor, at)
+        created = self._create(number, pick.payload["card"], actor, at)
         return [pick, self._entry(Kind.CLAIM, created, actor, at)]
 
     def act(self, claim_id: int, action: str, actor: Actor, at: dt.datetime) -> list[Entry]:
         """One claim action; a card not its holder's, or a reselection, alerts the crew to
         the next pick of the jackpot's stream (or records that nobody is left)."""
         out = [self._entry(Kind.CLAIM, self._move(claim_id, action, actor, at), actor, at)]
-        claim, n = self.claims[claim_id], self.claim_jackpot[claim_id]
+        claim, number = self.claims[claim_id], self.claim_jackpot[claim_id]
         if claim.state is RapsClaimState.NOT_OWNER:
             move = self._move(claim_id, "reselect", actor, at)
             out.append(self._entry(Kind.CLAIM, move, actor, at))
         if claim.state is RapsClaimState.RESELECTED:
-            _, jackpot, _ = self._live(n)
+            _, jackpot, _ = self._live(number)
             if jackpot.exhausted:
-                out.append(self._entry(Kind.EXCEPTION, self._nobody_left(n), actor, at))
+                out.append(self._entry(Kind.EXCEPTION, self._nobody_left(number), actor, at))
             else:
-                out += self._announce(Kind.REDRAW, n, actor, at)
+                out += self._announce(Kind.REDRAW, number, actor, at)
         return out + self.reveal_seeds(at)
 
-    def won(self, n: int) -> RapsClaim | None:
-        return next((self.claims[c] for c in self.jackpot(n).claims if self.claims[c].won), None)
+    def won(self, number: int) -> RapsClaim | None:
+        return next(
+            (self.claims[c] for c in self.jackpot(number).claims if self.claims[c].won), None
+        )
 
-    def settled(self, n: int) -> bool:
+    def settled(self, number: int) -> bool:
         """Won, skipped, carried over or nobody left: the seed may now be published."""
-        return bool(self.jackpot(n).outcome) or self.won(n) is not None
+        return bool(self.jackpot(number).outcome) or self.won(number) is not None
 
     def reveal_seeds(self, at: dt.datetime) -> list[Entry]:
         return [
@@ -372,13 +376,13 @@ class RapsBook:
     def timers(self) -> list[Due]:
         out = []
         for cid, claim in self.claims.items():
-            for t in claim.timers():
+            for timer in claim.timers():
                 signed = self.register.has_declined(claim.card)
                 action = "declined_register" if signed else "reselect"
-                out.append(Due(t.deadline, self.claim_jackpot[cid], cid, action))
-        for n, st in self.jackpots.items():
+                out.append(Due(timer.deadline, self.claim_jackpot[cid], cid, action))
+        for number, st in self.jackpots.items():
             if st.retry_at is not None and not st.outcome and not st.claims:
-                out.append(Due(st.retry_at, n, None, "retry"))
+                out.append(Due(st.retry_at, number, None, "retry"))
         return sorted(out, key=lambda d: (d.at, d.jackpot))
 
     def next_deadline(self) -> dt.datetime | None:

@@ -57,25 +57,25 @@ REBUILD = "rebuild it with `bonusd floor reindex`"
 def _checked_rows(cards: Sequence[str], rows: Sequence[str]) -> FieldTable:
     """The `floor-row` lines of `cards` as a table, each checked against the form."""
     try:
-        t = FieldTable.of(("\n".join(rows) + "\n").encode(), WIDTH + 1)
+        table = FieldTable.of(("\n".join(rows) + "\n").encode(), WIDTH + 1)
     except FieldError:
         raise SnapshotError(f"floor-row has a line of the wrong form; {REBUILD}") from None
-    if t.has_nul:
+    if table.has_nul:
         raise SnapshotError(f"floor-row holds a NUL byte; {REBUILD}")
-    if not (t.equals(KIND, b"egm") | t.equals(KIND, b"table")).all():
+    if not (table.equals(KIND, b"egm") | table.equals(KIND, b"table")).all():
         raise SnapshotError(f"floor-row has a kind other than egm or table; {REBUILD}")
-    if not (t.equals(EXCLUDED, b"0") | t.equals(EXCLUDED, b"1")).all():
+    if not (table.equals(EXCLUDED, b"0") | table.equals(EXCLUDED, b"1")).all():
         raise SnapshotError(f"floor-row has an excluded flag other than 0 or 1; {REBUILD}")
-    if t.integers(LAST) is None or t.integers(SPEND) is None:
+    if table.integers(LAST) is None or table.integers(SPEND) is None:
         raise SnapshotError(f"floor-row has a last play or spend that is not digits; {REBUILD}")
     if not all(r.startswith(c + "\t") for c, r in zip(cards, rows, strict=True)):
         raise SnapshotError(f"floor-row has a line of another card than its own; {REBUILD}")
-    return t
+    return table
 
 
-def _codes(t: FieldTable, col: int, table: dict[bytes, int]) -> Codes:
+def _codes(fields: FieldTable, col: int, table: dict[bytes, int]) -> Codes:
     """The column's values as codes of `table` (new values get new codes)."""
-    values, where = np.unique(t.fixed(col), return_inverse=True)
+    values, where = np.unique(fields.fixed(col), return_inverse=True)
     codes = np.array([table.setdefault(bytes(v), len(table)) for v in values], dtype=np.int32)
     got: Codes = codes[where.ravel()]
     return got
@@ -161,31 +161,31 @@ class FloorMirror:
     def _apply(self, cards: Sequence[str], rows: Sequence[str | None]) -> None:
         written = [(c, r) for c, r in zip(cards, rows, strict=True) if r is not None]
         left = [c for c, r in zip(cards, rows, strict=True) if r is None and c in self._slot]
-        for c in left:
-            s = self._slot.pop(c)
-            self._live[s] = False
-            self._cards[s] = self._lines[s] = ""
-            self._free.append(s)
-        t = _checked_rows([c for c, _ in written], [r for _, r in written]) if written else None
+        for card in left:
+            slot = self._slot.pop(card)
+            self._live[slot] = False
+            self._cards[slot] = self._lines[slot] = ""
+            self._free.append(slot)
+        table = _checked_rows([c for c, _ in written], [r for _, r in written]) if written else None
         joined = [c for c, _ in written if c not in self._slot]
         slots = np.fromiter((self._take_slot(c) for c, _ in written), np.int64, len(written))
         self._reorder(left, joined)
-        if t is None:
+        if table is None:
             return
         self._reserve(len(self._cards))
         self._live[slots] = True
-        self._excluded[slots] = t.equals(EXCLUDED, b"1")
-        last, spend = t.integers(LAST), t.integers(SPEND)
+        self._excluded[slots] = table.equals(EXCLUDED, b"1")
+        last, spend = table.integers(LAST), table.integers(SPEND)
         assert last is not None
         assert spend is not None
         self._last[slots] = last
         self._spend[slots] = spend
-        self._area[slots] = _codes(t, AREA, self._areas)
-        self._tier[slots] = _codes(t, TIER, self._tiers)
-        self._day[slots] = _codes(t, DAY, self._days)
-        for s, (c, r) in zip(slots.tolist(), written, strict=True):
-            self._cards[s] = c
-            self._lines[s] = r[: r.rindex("\t")] + "\n"  # the snapshot line: without the day
+        self._area[slots] = _codes(table, AREA, self._areas)
+        self._tier[slots] = _codes(table, TIER, self._tiers)
+        self._day[slots] = _codes(table, DAY, self._days)
+        for slot, (card, row) in zip(slots.tolist(), written, strict=True):
+            self._cards[slot] = card
+            self._lines[slot] = row[: row.rindex("\t")] + "\n"  # the snapshot line: without the day
 
     def _reorder(self, left: list[str], joined: list[str]) -> None:
         """Keep the cards in code-point order as they leave and join (a pick's pool is in
@@ -196,32 +196,32 @@ class FloorMirror:
             return
         if left:
             at = [bisect.bisect_left(self._sorted, c) for c in left]
-            for i in sorted(at, reverse=True):
-                del self._sorted[i]
+            for position in sorted(at, reverse=True):
+                del self._sorted[position]
             self._order = np.delete(self._order, at)
         if joined:
             joined.sort()
             at = [bisect.bisect_left(self._sorted, c) for c in joined]
             self._order = np.insert(self._order, at, [self._slot[c] for c in joined])
-            for i, c in zip(reversed(at), reversed(joined), strict=True):
-                self._sorted.insert(i, c)
+            for position, card in zip(reversed(at), reversed(joined), strict=True):
+                self._sorted.insert(position, card)
 
     def _take_slot(self, card: str) -> int:
-        s = self._slot.get(card)
-        if s is None:
-            s = self._free.pop() if self._free else len(self._cards)
-            if s == len(self._cards):
+        slot = self._slot.get(card)
+        if slot is None:
+            slot = self._free.pop() if self._free else len(self._cards)
+            if slot == len(self._cards):
                 self._cards.append("")
                 self._lines.append("")
-            self._slot[card] = s
-        return s
+            self._slot[card] = slot
+        return slot
 
-    def _reserve(self, n: int) -> None:
-        """Room in every column for `n` slots (grown by doubling)."""
+    def _reserve(self, count: int) -> None:
+        """Room in every column for `count` slots (grown by doubling)."""
         have = len(self._live)
-        if n <= have:
+        if count <= have:
             return
-        more = max(n, 2 * have, 1024) - have
+        more = max(count, 2 * have, 1024) - have
         for name in ("_live", "_excluded", "_last", "_spend", "_area", "_tier", "_day"):
             col = getattr(self, name)
             setattr(self, name, np.concatenate([col, np.zeros(more, dtype=col.dtype)]))
@@ -256,8 +256,8 @@ class FloorMirror:
     def view(self, at: dt.datetime, day: str) -> FloorSnapshot:
         """The snapshot of the mirror as it is (no sync): a row of another gaming day than
         `day` has spent nothing on it (its spend is 0 in the file and the columns)."""
-        n = len(self._cards)
-        live = self._live[:n]
+        slots = len(self._cards)
+        live = self._live[:slots]
         rows = np.flatnonzero(live)
         other_day = self._day[rows] != self._days.get(day.encode(), -1)
         spend = self._spend[rows]
@@ -265,10 +265,10 @@ class FloorMirror:
         if other_day.any():
             spend = np.where(other_day, 0, spend)
             lines = list(lines)
-            for s in rows[other_day].tolist():
-                fields = lines[s].split("\t")
+            for slot in rows[other_day].tolist():
+                fields = lines[slot].split("\t")
                 fields[SPEND] = "0"
-                lines[s] = "\t".join(fields)
+                lines[slot] = "\t".join(fields)
         row_of_slot = np.cumsum(live) - 1
         columns = FloorColumns(
             cards=list(itertools.compress(self._cards, live.tolist())),

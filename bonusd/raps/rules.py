@@ -118,27 +118,27 @@ class Eligibility:
     ineligible: tuple[Ineligible, ...]
 
     def player(self, card: str) -> FloorPlayer:
-        for p in self.eligible:
-            if p.card == card:
-                return p
+        for player in self.eligible:
+            if player.card == card:
+                return player
         raise KeyError(card)
 
 
 def _reasons(
-    p: FloorPlayer, at: dt.datetime, rules: RapsRules, previous_winners: Collection[str]
+    player: FloorPlayer, at: dt.datetime, rules: RapsRules, previous_winners: Collection[str]
 ) -> tuple[IneligibleReason, ...]:
     found: list[IneligibleReason] = []
-    if p.excluded:
+    if player.excluded:
         found.append(IneligibleReason.EXCLUDED)
-    if p.area not in rules.areas:
+    if player.area not in rules.areas:
         found.append(IneligibleReason.OUTSIDE_AREAS)
-    if at - p.last_play > rules.active_window:
+    if at - player.last_play > rules.active_window:
         found.append(IneligibleReason.NOT_ACTIVE)
-    if p.spend_cents < rules.min_spend_cents:
+    if player.spend_cents < rules.min_spend_cents:
         found.append(IneligibleReason.BELOW_MIN_SPEND)
-    if rules.tiers is not None and p.tier not in rules.tiers:
+    if rules.tiers is not None and player.tier not in rules.tiers:
         found.append(IneligibleReason.TIER)
-    if p.card in previous_winners:
+    if player.card in previous_winners:
         found.append(IneligibleReason.PREVIOUS_WINNER)
     return tuple(found)
 
@@ -158,18 +158,18 @@ def eligibility(
         raise ValueError("the jackpot instant must be timezone-aware")
     best: dict[str, FloorPlayer] = {}
     ineligible: list[Ineligible] = []
-    for p in snapshot:
-        reasons = _reasons(p, at, rules, previous_winners)
+    for player in snapshot:
+        reasons = _reasons(player, at, rules, previous_winners)
         if reasons:
-            ineligible.append(Ineligible(p, reasons))
+            ineligible.append(Ineligible(player, reasons))
             continue
-        other = best.get(p.card)
+        other = best.get(player.card)
         if other is not None:
-            keep, drop = (p, other) if p.last_play > other.last_play else (other, p)
-            best[p.card] = keep
+            keep, drop = (player, other) if player.last_play > other.last_play else (other, player)
+            best[player.card] = keep
             ineligible.append(Ineligible(drop, (IneligibleReason.DUPLICATE,)))
         else:
-            best[p.card] = p
+            best[player.card] = player
     eligible = tuple(best[c] for c in sorted(best))
     return Eligibility(at, eligible, tuple(ineligible))
 

@@ -228,8 +228,8 @@ class RapsRunner(LedgerRunner[RapsBook]):
         floor = await self.snapshot(now)
         archives: list[tuple[Pool, FloorSnapshot]] = []
 
-        def command(b: RapsBook) -> list[Entry]:
-            out, frozen = b.select(number, floor, actor, now)
+        def command(current: RapsBook) -> list[Entry]:
+            out, frozen = current.select(number, floor, actor, now)
             archives[:] = frozen
             return out
 
@@ -301,15 +301,19 @@ class RapsRunner(LedgerRunner[RapsBook]):
             due = book.due(self.clock.now())
             if not due:
                 return done
-            d = due[0]
-            if d.claim_id is None:
-                await self.run_jackpot(promotion_id, session_id, d.jackpot, SCHEDULER)
+            next_due = due[0]
+            if next_due.claim_id is None:
+                await self.run_jackpot(promotion_id, session_id, next_due.jackpot, SCHEDULER)
             else:
                 try:
-                    await self.act(promotion_id, session_id, d.claim_id, d.action, SCHEDULER)
+                    await self.act(
+                        promotion_id, session_id, next_due.claim_id, next_due.action, SCHEDULER
+                    )
                 except ClaimError:
                     # lost a race: another daemon (or the desk) acted on the claim first
-                    if d in (await self.book(promotion_id, session_id)).due(self.clock.now()):
+                    if next_due in (await self.book(promotion_id, session_id)).due(
+                        self.clock.now()
+                    ):
                         raise
                     continue
             done += 1
@@ -341,8 +345,8 @@ class RapsRunner(LedgerRunner[RapsBook]):
             key = (rec.payload["tombola"], rec.payload["round"])
             wrong = await self._floor_mismatch(rec, pools, rules)
             if wrong is not None and key in checked:
-                v = checked[key]
-                checked[key] = replace(v, mismatches=(wrong, *v.mismatches))
+                verification = checked[key]
+                checked[key] = replace(verification, mismatches=(wrong, *verification.mismatches))
         return str(chain), checked
 
     async def _floor_mismatch(

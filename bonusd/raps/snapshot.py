@@ -65,19 +65,19 @@ def instant_ms(at: dt.datetime) -> int:
     return int(at.timestamp() * 1000)
 
 
-def player_line(p: FloorPlayer) -> str:
+def player_line(player: FloorPlayer) -> str:
     """One card's line of the snapshot file (LF included)."""
     fields = (
-        p.card,
-        p.kind.value,
-        p.area,
-        p.device,
-        "" if p.seat is None else str(p.seat),
-        p.bank,
-        str(int(p.last_play.timestamp() * 1000)),
-        str(p.spend_cents),
-        p.tier,
-        "1" if p.excluded else "0",
+        player.card,
+        player.kind.value,
+        player.area,
+        player.device,
+        "" if player.seat is None else str(player.seat),
+        player.bank,
+        str(int(player.last_play.timestamp() * 1000)),
+        str(player.spend_cents),
+        player.tier,
+        "1" if player.excluded else "0",
     )
     return "\t".join(fields) + "\n"
 
@@ -155,28 +155,28 @@ class FloorSnapshot:
     def table(self) -> FieldTable:
         """The body's fields as offsets, checked against the documented form."""
         try:
-            t = FieldTable.of(self._raw[self._raw.index(b"\n") + 1 :], WIDTH)
+            table = FieldTable.of(self._raw[self._raw.index(b"\n") + 1 :], WIDTH)
         except FieldError as exc:
             if "line feed" in str(exc):
                 raise SnapshotError("a RAPS floor snapshot ends with a line feed") from None
             raise SnapshotError(f"every line of a RAPS floor snapshot has {WIDTH} fields") from None
-        if t.has_nul:
+        if table.has_nul:
             raise SnapshotError("a RAPS floor snapshot holds no NUL bytes")
-        cards = t.fixed(CARD)[self._card_order(t)]
+        cards = table.fixed(CARD)[self._card_order(table)]
         if (cards[1:] == cards[:-1]).any():
             raise SnapshotError("a card appears twice in the RAPS floor snapshot")
-        if not (t.equals(KIND, b"egm") | t.equals(KIND, b"table")).all():
+        if not (table.equals(KIND, b"egm") | table.equals(KIND, b"table")).all():
             raise SnapshotError("a RAPS floor snapshot kind is egm or table")
-        if not (t.equals(EXCLUDED, b"0") | t.equals(EXCLUDED, b"1")).all():
+        if not (table.equals(EXCLUDED, b"0") | table.equals(EXCLUDED, b"1")).all():
             raise SnapshotError("the excluded column of a RAPS floor snapshot is 0 or 1")
         for col in (LAST, SPEND):
-            if t.integers(col) is None:
+            if table.integers(col) is None:
                 raise SnapshotError(f"the {COLUMNS[col]} column of a RAPS floor snapshot is digits")
-        return t
+        return table
 
-    def _card_order(self, t: FieldTable) -> Ints:
+    def _card_order(self, table: FieldTable) -> Ints:
         if "card_order" not in self.__dict__:
-            self.__dict__["card_order"] = np.argsort(t.fixed(CARD), kind="stable")
+            self.__dict__["card_order"] = np.argsort(table.fixed(CARD), kind="stable")
         return cast(Ints, self.__dict__["card_order"])
 
     @property
@@ -193,8 +193,8 @@ class FloorSnapshot:
     def size(self) -> int:
         return self.table.rows
 
-    def row(self, i: int) -> dict[str, str]:
-        return {name: col[i] for name, col in zip(COLUMNS, self.columns, strict=True)}
+    def row(self, index: int) -> dict[str, str]:
+        return {name: col[index] for name, col in zip(COLUMNS, self.columns, strict=True)}
 
     def place(self, card: str) -> dict[str, str]:
         """Where the crew finds `card`: card, device, area, bank and seat ("" for an EGM)."""
@@ -208,20 +208,20 @@ class FloorSnapshot:
     def players(self) -> list[FloorPlayer]:
         """The snapshot as `FloorPlayer`s (for the per-player reference rules)."""
         out = []
-        for i in range(self.size):
-            r = self.row(i)
+        for index in range(self.size):
+            row = self.row(index)
             out.append(
                 FloorPlayer(
-                    card=r["card"],
-                    kind=PlayKind(r["kind"]),
-                    area=r["area"],
-                    device=r["device"],
-                    bank=r["bank"],
-                    seat=int(r["seat"]) if r["seat"] else None,
-                    last_play=dt.datetime.fromtimestamp(int(r["last_play_ms"]) / 1000, dt.UTC),
-                    spend_cents=int(r["spend_cents"]),
-                    tier=r["tier"],
-                    excluded=r["excluded"] == "1",
+                    card=row["card"],
+                    kind=PlayKind(row["kind"]),
+                    area=row["area"],
+                    device=row["device"],
+                    bank=row["bank"],
+                    seat=int(row["seat"]) if row["seat"] else None,
+                    last_play=dt.datetime.fromtimestamp(int(row["last_play_ms"]) / 1000, dt.UTC),
+                    spend_cents=int(row["spend_cents"]),
+                    tier=row["tier"],
+                    excluded=row["excluded"] == "1",
                 )
             )
         return out
@@ -308,24 +308,24 @@ def judge(
     if snapshot.checked is not None:
         eligible, failed = snapshot.checked.judge(snapshot.at_ms, rules, previous_winners)
         return Judgement(snapshot, snapshot.at_ms, eligible, failed)
-    t = snapshot.table
-    last, spend = t.integers(LAST), t.integers(SPEND)
+    table = snapshot.table
+    last, spend = table.integers(LAST), table.integers(SPEND)
     assert last is not None  # checked by `table`
     assert spend is not None
     cutoff = snapshot.at_ms - int(rules.active_window.total_seconds() * 1000)
-    none = np.zeros(t.rows, dtype=np.bool_)
+    none = np.zeros(table.rows, dtype=np.bool_)
     failed = {
-        IneligibleReason.EXCLUDED: t.equals(EXCLUDED, b"1"),
-        IneligibleReason.OUTSIDE_AREAS: ~t.among(AREA, rules.areas),
+        IneligibleReason.EXCLUDED: table.equals(EXCLUDED, b"1"),
+        IneligibleReason.OUTSIDE_AREAS: ~table.among(AREA, rules.areas),
         IneligibleReason.NOT_ACTIVE: last < cutoff,
         IneligibleReason.BELOW_MIN_SPEND: spend < rules.min_spend_cents,
-        IneligibleReason.TIER: none if rules.tiers is None else ~t.among(TIER, rules.tiers),
-        IneligibleReason.PREVIOUS_WINNER: t.among(CARD, frozenset(previous_winners)),
+        IneligibleReason.TIER: none if rules.tiers is None else ~table.among(TIER, rules.tiers),
+        IneligibleReason.PREVIOUS_WINNER: table.among(CARD, frozenset(previous_winners)),
     }
-    ok = np.ones(t.rows, dtype=np.bool_)
+    ok = np.ones(table.rows, dtype=np.bool_)
     for mask in failed.values():
         ok &= ~mask
     order = snapshot.card_order
-    cards = t.fixed(CARD)[order[ok[order]]].tolist()
+    cards = table.fixed(CARD)[order[ok[order]]].tolist()
     eligible = tuple(b"\n".join(cards).decode().split("\n")) if cards else ()
     return Judgement(snapshot, snapshot.at_ms, eligible, failed)

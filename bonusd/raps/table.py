@@ -140,5 +140,5 @@ class FieldTable:
     def texts(self, col: int, rows: Ints | None = None) -> list[str]:
         """The fields of `rows` (default: every line) as text."""
         which = range(self.rows) if rows is None else rows.tolist()
-        s, e, data = self.starts[:, col].tolist(), self.ends[:, col].tolist(), self.data
-        return [data[s[i] : e[i]].decode() for i in which]
+        starts, ends, data = self.starts[:, col].tolist(), self.ends[:, col].tolist(), self.data
+        return [data[starts[i] : ends[i]].decode() for i in which]
