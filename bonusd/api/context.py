@@ -1,4 +1,4 @@
-"""What every route of the API shares: the `ApiContext` (the stores and desks a route may
+"""What every route of the API shares: the `ApiContext` (the stores and runners a route may
 use), found on the application's state by the `Ctx` dependency, and `require`, the
 dependency that admits only the tokens of given roles.
 

@@ -3,7 +3,7 @@ cached and brought up to date from their ledgers, and the step: load a book, run
 command on it, commit its entries against the ledger length it read (with the book's
 next deadline in the `deadlines` index), and retry from a fresh book when another writer
 got there first. Also the check that refuses picks of members excluded since the pool
-froze, and the secret seeds both desks keep (`SET NX`, then read back)."""
+froze, and the secret seeds both runners keep (`SET NX`, then read back)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ class ExcludedSincePool(Exception):
 
 
 class LedgerRunner(Generic[B]):
-    """The part of a desk that does not depend on what its books hold."""
+    """The part of a runner that does not depend on what its books hold."""
 
     kind: ClassVar[str]  # the member prefix of its subjects in the deadline index
 

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 
 class ScheduledActions:
-    """The handlers of one site's timed actions, over the service's desks and stores."""
+    """The handlers of one site's timed actions, over the service's runners and stores."""
 
     def __init__(
         self,

@@ -1,5 +1,5 @@
 """The parts the composition root wires, each built from the settings: the floor's store,
-decoder and ingest; the draw and jackpot desks; the live push hub with desks of its own;
+decoder and ingest; the draw and RAPS runners; the live push hub with runners of its own;
 the leader lease."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def floor_ingest(
     return store, decoder, ingest
 
 
-def desks(
+def runners(
     *,
     redis: Redis,
     keys: Keys,
@@ -120,7 +120,7 @@ def push_hub(
     calendar: GamingCalendar,
     promotions: PromotionStore,
 ) -> PushHub:
-    """The push hub, reading books through desks of its own: a book the service's desks
+    """The push hub, reading books through runners of its own: a book the service's runners
     are changing (command run, commit pending) is never what a screen shows."""
     draws = DrawRunner(redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock)
     jackpots = RapsRunner(

@@ -50,7 +50,7 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.service.actions import ScheduledActions
 from bonusd.service.claimtimers import ClaimTimers
-from bonusd.service.parts import desks, floor_ingest, leadership, push_hub
+from bonusd.service.parts import floor_ingest, leadership, push_hub, runners
 from bonusd.service.retention import RetentionSweeper
 from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings
@@ -117,11 +117,11 @@ class Service:
         self._http: uvicorn.Server | None = None
 
     def _build_stores(self) -> None:
-        """Tokens, the audit trail, the promotions' store and the desks."""
+        """Tokens, the audit trail, the promotions' store and the runners."""
         self.tokens = TokenStore(self.redis, self.keys, RateLimits.from_settings(self.settings))
         self.audit = AuditStore(self.redis, self.keys)
         self.promotion_store = PromotionStore(self.redis, self.keys, self.promotions)
-        self.draws, self.jackpots = desks(
+        self.draws, self.jackpots = runners(
             redis=self.redis,
             keys=self.keys,
             audit=self.audit,

@@ -65,8 +65,8 @@ logger = logging.getLogger(__name__)
 
 def fixed_secrets(keys: Keys, promotion: Promotion, seed: int) -> dict[str, str]:
     """The draw and jackpot seeds (and the random-times seed) of a rehearsal, from its
-    seed, under the names the desks and the scheduler keep them (`drawdesk`,
-    `jackpotdesk`, `scheduler`); stored with SET NX before the daemon commits any."""
+    seed, under the keys the draw and RAPS runners and the scheduler keep them in;
+    stored with SET NX before the daemon commits any."""
     names = [keys.schedule_seed(promotion.id)]
     for draw in promotion.draw_list:
         plan = DrawPlan.of(promotion, draw)

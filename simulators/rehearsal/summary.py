@@ -3,7 +3,7 @@
 Every number comes from the engine that runs the live floor: whole-draw counts from
 `DrawSummaries` (the bulk rules), per-member rule lines and caps from
 `PromotionStore.all_standings` (the reference rules), the frozen pools, the published
-boards, the draw and RAPS books replayed from their ledgers by the desks. Two things a
+boards, the draw and RAPS books replayed from their ledgers by the runners. Two things a
 final reading cannot tell are read *during* the run by the `Observer`, at their instants
 (the rehearsal stops there, with every earlier event committed and no later one sent):
 each draw's window points at the edges of each multiplier window, and the whole-draw

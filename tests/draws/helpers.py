@@ -62,7 +62,7 @@ def seeds(n: int) -> Callable[[int], bytes]:
 
 @dataclass
 class Site:
-    """One test site in the real Redis: its promotion, pools and desks (all on one clock)."""
+    """One test site in the real Redis: its promotion, pools and runners (all on one clock)."""
 
     redis: aioredis.Redis
     keys: Keys

@@ -183,7 +183,7 @@ async def test_a_page_read_never_builds_on_a_step_that_was_not_committed(s: Site
     await assert_one_draw(s, drawn[0], [])
 
 
-# -- two daemons: two desks over the same Redis -------------------------------------------------
+# -- two daemons: two runners over the same Redis -------------------------------------------------
 
 
 @pytest.mark.parametrize("cut_in", [Kind.POOL, Kind.PICK], ids=["at-bin-close", "at-the-picks"])

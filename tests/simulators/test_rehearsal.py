@@ -325,7 +325,7 @@ async def test_a_deadline_at_the_very_instant_of_the_clock_is_the_next_wake(
     looked, acted = asyncio.Event(), asyncio.Event()
 
     async def run_due(subject: str) -> int:
-        if clock.now() <= at:  # what the desks do: strictly after the deadline
+        if clock.now() <= at:  # what the runners do: strictly after the deadline
             looked.set()
             return 0
         await aredis.zrem(key, f"draw:{subject}")
