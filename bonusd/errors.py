@@ -54,3 +54,29 @@ class ServiceUnavailableError(BonusdError):
 
 class ClockError(BonusdError):
     """The shared clock refused a change (backwards, a speed out of range) or is unusable."""
+
+
+class SeedKeyError(ConfigError):
+    """The site's seed key file (`BONUSD_SEED_KEY_FILE`) is unusable: malformed or readable
+    by others; the daemon refuses to start and the message says what to fix."""
+
+
+class SealError(BonusdError):
+    """A value kept as a sealed seed does not open with the site's key: plain hex from
+    before seeds were sealed, sealed under another key, moved from another key, or altered."""
+
+
+class SeedRefused(BonusdError):
+    """A committed round's (or RAPS jackpot's) seed is missing from Redis, does not open, or
+    is not the committed one: nothing is drawn; `problems` holds (key, what is wrong)."""
+
+    def __init__(self, subject: str, problems: list[tuple[str, str]]) -> None:
+        self.subject = subject
+        self.problems = problems
+        shown = "; ".join(f"{name}: {problem}" for name, problem in problems)
+        super().__init__(
+            f"{subject}: refused, nothing was drawn: {shown}. A committed seed is never made "
+            "again: restore the key's sealed value from a Redis backup (with the same "
+            "BONUSD_SEED_KEY_FILE), or void the round with the regulator; an exception "
+            "record is in the audit trail"
+        )

@@ -97,6 +97,10 @@ class Settings(BaseSettings):
     # --- end of security --------------------------------------------------------------------
 
     promotions: Path = Path("promotions")
+    # the site's key sealing the draw seeds kept in Redis (docs/fairness.md): 64 hex
+    # characters, mode 0600, the same file on every daemon, never backed up with Redis;
+    # created (with a WARNING) when missing
+    seed_key_file: Path = Path("seed-key")
 
     # -- data retention (docs/retention.md): BONUSD_RETENTION_* -----------------------------
     retention_interval_s: int = Field(default=3600, ge=10)  # daemon-clock seconds between sweeps

@@ -14,7 +14,8 @@ are committed. Warm: the desk that closed the bin. Cold: a fresh desk (as after 
 restart) rebuilding its book from the ledger and the archived pool file; a bare GET of
 that file is its baseline.
 
-RAPS: `RapsRunner.run_jackpot` among `--actives` players put on the floor through the
+Seeds: opening one sealed seed (what a draw or pick adds per seed) beside parsing a plain
+one, in µs. RAPS: `RapsRunner.run_jackpot` among `--actives` players put on the floor through the
 real ingest store (`FloorStore.apply_batch`), timed from the trigger to the pool, pick
 and claim records committed with the floor snapshot and pool file archived.
 
@@ -28,6 +29,7 @@ import argparse
 import asyncio
 import dataclasses
 import datetime as dt
+import secrets
 import statistics
 import tempfile
 import time
@@ -40,10 +42,12 @@ from floorseed import bench_store, play_on, seed_floor
 from rich.console import Console
 from rich.progress import Progress, track
 from rich.table import Table
+from sealcost import seal_cost
 
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.runner import DrawRunner
+from bonusd.draws.seal import SeedSeal
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Promotion, load_promotion
@@ -56,6 +60,7 @@ from bonusd.settings import Settings
 
 PID = "bench-draws"
 WINNERS = 15
+SEAL = SeedSeal(secrets.token_bytes(32), source="the benchmark's throwaway seed key")
 FIRST_DAY = dt.date(2027, 1, 4)
 console = Console()
 
@@ -189,7 +194,7 @@ class DrawBench:
         store = PromotionStore(self.r, self.keys, [self.promotion])
         audit = AuditStore(self.r, self.keys)
         return DrawRunner(
-            redis=self.r, keys=self.keys, audit=audit, promotions=store, clock=self.clock
+            redis=self.r, keys=self.keys, audit=audit, promotions=store, clock=self.clock, seal=SEAL
         )
 
     def draw_time(self, draw_id: str) -> dt.datetime:
@@ -273,6 +278,7 @@ async def bench_raps(
         promotions=PromotionStore(r, keys, [promotion]),
         clock=clock,
         calendar=promotion.calendar,
+        seal=SEAL,
     )
     await desk.commit_seeds(PID, session.id)  # at the session start: not part of a pick
     out: dict[str, list[float]] = {"pick": [], "ping": [], "snapshot": [], "eligible": []}
@@ -300,14 +306,9 @@ async def bench_raps(
 
 
 async def _cleanup(r: aioredis.Redis, site: str) -> None:
-    batch: list[str] = []
-    async for key in r.scan_iter(match=f"bonusd:{{{site}}}:*", count=10_000):
-        batch.append(key)
-        if len(batch) >= 5_000:
-            await r.unlink(*batch)
-            batch = []
-    if batch:
-        await r.unlink(*batch)
+    found = [key async for key in r.scan_iter(match=f"bonusd:{{{site}}}:*", count=10_000)]
+    for at in range(0, len(found), 5_000):
+        await r.unlink(*found[at : at + 5_000])
 
 
 def _rows(table: Table, name: str, values: list[float], bare: list[float], bare_name: str) -> None:
@@ -382,6 +383,13 @@ async def main() -> None:
         table.add_row(f"  of which floor snapshot alone p{q} (ms)", snap)
     full = f"{raps['full_read'][0] * 1000:.1f}"
     table.add_row("floor mirror's first (whole) read, once at start (ms)", full)
+    opened, parsed = seal_cost()
+    table.add_row(
+        "seed opened, sealed (AES-GCM), per seed (µs)",
+        f"{opened:.1f}",
+        f"{parsed:.2f} (plain hex parsed)",
+        f"{opened / parsed:,.0f}x",
+    )
     console.print(table)
 
 

@@ -57,6 +57,7 @@ from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.book import SCHEDULER
 from bonusd.draws.runner import DrawRunner
+from bonusd.draws.seal import load_seal
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
@@ -247,6 +248,7 @@ class PushBench:
             audit=AuditStore(self.r, self.keys),
             promotions=PromotionStore(self.r, self.keys, [promotion]),
             clock=clock,
+            seal=load_seal(Settings().seed_key_file),  # the daemon's key (its default file)
         )
         await desk.run_round(GH, "halfway", 1)  # warm-up: five winners at once
         for claim in range(1, 6):

@@ -39,7 +39,7 @@ from bonusd.api.push import KeepTransport
 from bonusd.draws.book import LedgerError
 from bonusd.draws.claims import ClaimError, RoleError
 from bonusd.draws.rounds import DrawError
-from bonusd.errors import ConflictError, ImportFileError, NotFoundError
+from bonusd.errors import ConflictError, ImportFileError, NotFoundError, SeedRefused
 from bonusd.notices.outbox import OutboxError
 from bonusd.raps.rules import RapsError
 
@@ -95,6 +95,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=404)
 
     @app.exception_handler(LedgerError)
+    @app.exception_handler(SeedRefused)  # the data is wrong, not the request: 500, said why
     async def _ledger(_: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=500)
 

@@ -3,21 +3,23 @@ cached and brought up to date from their ledgers, and the step: load a book, run
 command on it, commit its entries against the ledger length it read (with the book's
 next deadline in the `deadlines` index), and retry from a fresh book when another writer
 got there first. Also the check that refuses picks of members excluded since the pool
-froze, and the secret seeds both runners keep (`SET NX`, then read back)."""
+froze, and the load that refuses a step when a committed seed is not in Redis as
+committed (`draws/seeds.py`), recording the refusal once."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Entry, Kind
 from bonusd.audit.store import AuditStore, StaleLedger
-from bonusd.draws.fairness import SeedSource, new_seed
-from bonusd.errors import ConflictError
+from bonusd.clocks.clock import Clock
+from bonusd.draws.seeds import record_refusal, refusal_entry
+from bonusd.errors import ConflictError, SeedRefused
 from bonusd.infra.keys import Keys
 from bonusd.registry.records import Member
 
@@ -78,20 +80,6 @@ async def ledger_step(
     )
 
 
-async def stored_seeds(
-    redis: Redis, names: Sequence[str], *, create: bool, source: SeedSource
-) -> list[bytes | None]:
-    """The seeds stored under `names`; with `create`, fresh secrets first fill the names
-    that hold none (SET NX), so racing daemons agree on whichever landed first."""
-    if create:
-        async with redis.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.set(name, new_seed(source).hex(), nx=True)
-            await pipe.execute()
-    values = cast(list[str | None], await redis.mget(names))
-    return [bytes.fromhex(v) if v else None for v in values]
-
-
 class ExcludedSincePool(Exception):
     """Picks (their payloads) of members excluded after the pool froze: record the
     exclusions first, then pick again."""
@@ -105,6 +93,7 @@ class LedgerRunner(Generic[B]):
     """The part of a runner that does not depend on what its books hold."""
 
     kind: ClassVar[str]  # the member prefix of its subjects in the deadline index
+    clock: Clock  # set by each runner
 
     def __init__(
         self, *, redis: Redis, keys: Keys, audit: AuditStore, on_deadline_change: Callable[[], None]
@@ -137,6 +126,30 @@ class LedgerRunner(Generic[B]):
         if book.version < length:
             await replay(book, await self.audit.ledger(subject, book.version))
         self._books[subject] = book
+        return book
+
+    async def _checked(
+        self,
+        subject: str,
+        load: Awaitable[B],
+        check: Callable[[B], Awaitable[object]] | None,
+        round_of: Callable[[str], tuple[str, str, int]] | None = None,
+    ) -> B:
+        """The book `load` gives, its committed seeds checked by `check` (a step's load; None
+        for a read, which never writes). A `SeedRefused` from either is raised; in a step
+        it is first recorded, one exception record per seed key, once; `round_of` gives a
+        key's (draw or jackpot id, tombola, round), by default read from the key itself."""
+        try:
+            book = await load
+            if check is not None:
+                await check(book)
+        except SeedRefused as exc:
+            if check is not None:
+                now = self.clock.now()
+                where = round_of or (lambda n: (subject, n.split(":")[-2], int(n.split(":")[-1])))
+                entries = {n: refusal_entry(where(n), n, p, now) for n, p in exc.problems}
+                await record_refusal(self.audit, subject, entries)
+            raise
         return book
 
     async def _step(

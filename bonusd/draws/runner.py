@@ -1,22 +1,19 @@
 """The draws of one site against Redis: seeds, books, steps committed with the audit trail.
 
-Its keys (bonusd/infra/keys.py): each round's secret seed (SET NX), archived pool files,
-the draw's ledger, its entry in the deadline index and the prize letters' numbers.
+Its keys (bonusd/infra/keys.py): each round's sealed secret seed (`draws/seeds.py`), pool
+files, the draw's ledger, its entry in the deadline index and the prize letters' numbers.
 
 A step loads the draw's book (cached; brought up to date from the ledger's tail), runs a
 pure command on it, and commits the entries against the ledger length it read, together
 with the deadline index. A lost race (`StaleLedger`) reloads and decides again; so two
-daemons, or the scheduler and the desk, can never both announce the same pick. Within
-one daemon the cached book is shared by every task (scheduler, desk requests, page
-reads), so each draw has a lock: a load (which replays the ledger's tail into the cached
-book) and a step (whose command changes the book before its commit lands) hold it, and
-no task ever replays the same record twice or sees changes that were not committed.
+daemons, or the scheduler and the desk, can never both announce the same pick. Within one
+daemon the cached book is shared by every task, so each draw has a lock: a load and a
+step hold it, and no task replays a record twice or sees changes not committed.
 
 Reading never writes: `book`, `ticket_list`, `letter` and `verify` read what the ledger
-holds and say what is missing. The entry bin is closed (`close_bin`: entry pool, seats,
-round pools) only by the scheduler at the bin's time, or by the desk's explicit request,
-and never before the scheduled close (`bin_may_close`); running a round closes the bin
-first, so it is refused then too.
+holds and say what is missing. The entry bin is closed (`close_bin`) only by the scheduler
+at the bin's time, or by the desk's explicit request, never before the scheduled close
+(`bin_may_close`); running a round closes the bin first, so it is refused then too.
 """
 
 from __future__ import annotations
@@ -36,9 +33,11 @@ from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, s
 from bonusd.draws.claims import Actor, ClaimError, Prize
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource
-from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner, stored_seeds
+from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import DrawError, RoundKey, TicketList
+from bonusd.draws.seal import SeedSeal
+from bonusd.draws.seeds import SeedVault, draw_seeds
 from bonusd.draws.verify import Verification
 from bonusd.errors import NotFoundError
 from bonusd.infra.keys import Keys
@@ -62,13 +61,14 @@ class DrawRunner(LedgerRunner[DrawBook]):
         audit: AuditStore,
         promotions: PromotionStore,
         clock: Clock,
+        seal: SeedSeal,
         seed_source: SeedSource = secrets.token_bytes,
         on_deadline_change: Callable[[], None] = lambda: None,
         on_records: Callable[[str, list[AuditRecord]], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(redis=redis, keys=keys, audit=audit, on_deadline_change=on_deadline_change)
         self.promotions, self.clock = promotions, clock
-        self._seed_source = seed_source
+        self.seeds = SeedVault(redis, seal, seed_source)
         self._pools: dict[str, Pool] = {}
         self._on_records = on_records
 
@@ -103,39 +103,36 @@ class DrawRunner(LedgerRunner[DrawBook]):
             self._pools[commitment] = parse_pool(cast(str, raw).encode())
         return self._pools[commitment]
 
-    async def _seeds(self, plan: DrawPlan, *, create: bool) -> dict[RoundKey, bytes]:
-        names = [self.keys.seed(plan.subject, t, str(r)) for t, r in plan.keys]
-        seeds = await stored_seeds(self.redis, names, create=create, source=self._seed_source)
-        return {k: v for k, v in zip(plan.keys, seeds, strict=True) if v}
-
-    def cached_pool(self, commitment: str) -> Pool:
-        """A pool already read by `pool_file` (or frozen here), for synchronous replays."""
+    def cached_pool(self, commitment: str) -> Pool:  # read by `pool_file` or frozen here
         return self._pools[commitment]
 
     def remember_pool(self, pool: Pool) -> None:
         self._pools[pool.commitment] = pool
 
     async def book(self, promotion_id: str, draw_id: str) -> DrawBook:
-        """The draw's book, up to date with its ledger. Read it before your next await: a
-        later step extends the same book."""
+        """The draw's book, up to its ledger (read it before your next await: a later step
+        extends the same book)."""
         async with self._lock(subject_of(promotion_id, draw_id)):
             return await self._load(promotion_id, draw_id)
 
-    async def _load(self, promotion_id: str, draw_id: str) -> DrawBook:
-        """`book`, for a caller holding the draw's lock."""
+    async def _load(self, promotion_id: str, draw_id: str, *, writing: bool = False) -> DrawBook:
+        """`book`, for a caller holding the lock; `writing`: its seeds checked (`_checked`)."""
         plan = self.plan(promotion_id, draw_id)
+        names = {k: self.keys.seed(plan.subject, k[0], str(k[1])) for k in plan.keys}
 
         async def replay(book: DrawBook, records: list[AuditRecord]) -> None:
             for rec in records:
                 if rec.kind == Kind.POOL:
                     await self.pool_file(rec.payload["pool_commitment"])
-            seeds = await self._seeds(plan, create=False)
+            seeds = await draw_seeds(self.seeds, book, names, records)
             for rec in records:
                 book.apply(rec, seeds=seeds, pools=self.cached_pool)
 
-        return await self._refresh(
+        refresh = self._refresh(
             plan.subject, lambda: DrawBook(plan), replay, lambda b: b.plan == plan
         )
+        check = (lambda b: draw_seeds(self.seeds, b, names, [])) if writing else None
+        return await self._checked(plan.subject, refresh, check)
 
     async def step(
         self,
@@ -148,7 +145,7 @@ class DrawRunner(LedgerRunner[DrawBook]):
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = subject_of(promotion_id, draw_id)
-        load = lambda: self._load(promotion_id, draw_id)  # noqa: E731
+        load = lambda: self._load(promotion_id, draw_id, writing=True)  # noqa: E731
         records = await self._step(subject, load, command, extra=extra, check=check)
         if records and self._on_records is not None:
             await self._on_records(subject, records)
@@ -156,14 +153,21 @@ class DrawRunner(LedgerRunner[DrawBook]):
 
     # -- the draw's life --------------------------------------------------------------------
     async def commit_seeds(self, promotion_id: str, draw_id: str) -> list[AuditRecord]:
-        """Fix and publish every round's seed commitment (at activation opening)."""
+        """Fix and publish the seed commitment of every round without one (at activation
+        opening): a seed is made only for such a round, never again for a committed one."""
         plan = self.plan(promotion_id, draw_id)
-        seeds = await self._seeds(plan, create=True)
+        async with self._lock(plan.subject):
+            book = await self._load(promotion_id, draw_id, writing=True)
+        names = {k: self.keys.seed(plan.subject, k[0], str(k[1])) for k in plan.keys}
+        todo = {k: name for k, name in names.items() if k not in book.draw.rounds}
+        if not todo:
+            return []
+        made = await self.seeds.create(plan.subject, list(todo.values()))
         now = self.clock.now()
         return await self.step(
             promotion_id,
             draw_id,
-            lambda b: [e for key in plan.keys for e in b.commit_round(key, seeds[key], now)],
+            lambda b: [e for k in todo for e in b.commit_round(k, made[todo[k]], now)],
         )
 
     async def bin_may_close(
@@ -260,8 +264,7 @@ class DrawRunner(LedgerRunner[DrawBook]):
     async def missed(
         self, promotion_id: str, draw_id: str, number: int, late: dt.timedelta
     ) -> list[AuditRecord]:
-        """Record that round `number` was not drawn at its time (the daemon was down), so
-        the desk sees it in the report and runs it on demand."""
+        """Record that round `number` was not drawn at its time (the daemon was down)."""
         await self.close_bin(promotion_id, draw_id)
         now = self.clock.now()
         return await self.step(promotion_id, draw_id, lambda b: b.missed(number, late, now))
@@ -354,8 +357,7 @@ class DrawRunner(LedgerRunner[DrawBook]):
     async def ticket_list(
         self, promotion_id: str, draw_id: str, tombola: str, round_no: int
     ) -> tuple[DrawBook, TicketList]:
-        """A round's numbered ticket list, read only: `NotFoundError` for a round the draw
-        does not have, `DrawError` saying when its pool freezes while it is not frozen."""
+        """A round's numbered ticket list, read only (`DrawError` while it is not frozen)."""
         plan = self.plan(promotion_id, draw_id)
         if (tombola, round_no) not in plan.keys:
             have = ", ".join(f"{t} {r}" for t, r in plan.keys)
@@ -383,8 +385,7 @@ class DrawRunner(LedgerRunner[DrawBook]):
 
     # -- verification -----------------------------------------------------------------------
     async def verify(self, draw_ref: str) -> tuple[str, dict[RoundKey, Verification]]:
-        """The chain check and each round's recomputation from the revealed seed and the
-        archived pool, straight from what Redis holds."""
+        """The chain check and each round recomputed from its revealed seed and pool file."""
         promotion_id, draw_id = self.resolve(draw_ref)
         subject = subject_of(promotion_id, draw_id)
         records = await self.audit.records()

@@ -282,6 +282,10 @@ class Keys:
         `seed:{session subject}:raps:{number}`."""
         return f"{self.base}seed:{':'.join((subject, *parts))}"
 
+    def seed_pattern(self) -> str:
+        """A SCAN pattern matching every seed key of the site."""
+        return f"{self.base}seed:*"
+
     def poolfile(self, commitment: str) -> str:
         return f"{self.base}poolfile:{commitment}"
 

@@ -102,6 +102,8 @@ class RapsBook:
             return self._move(int(payload["claim"].split()[-1]), payload["action"], actor, at)
         if kind is Kind.EXCEPTION and payload.get("event") == "empty_pool":
             return self._empty(number, at)
+        if kind is Kind.EXCEPTION and payload.get("event") == "seed_refused":
+            return dict(payload)  # a step refused: its seed was not in Redis as committed
         if kind is Kind.EXCEPTION and payload.get("event") == "missed":
             return self._missed(number, payload["note"])
         if kind is Kind.EXCEPTION:

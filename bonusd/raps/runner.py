@@ -1,7 +1,7 @@
 """The RAPS sessions of one site against Redis: seeds, the live floor snapshot, books,
 steps committed with the audit trail (`LedgerRunner`, as the draw runner, for bonus jackpots).
 
-Its keys (bonusd/infra/keys.py): each jackpot's secret seed (SET NX), archived pool files
+Its keys (bonusd/infra/keys.py): each jackpot's sealed seed (`draws/seeds.py`), pool files
 (shared with the draws, so one verifier reads both), the floor snapshot each attempt was
 judged from (its SHA-256 is in the POOL record), the session's ledger and its entry in
 the deadline index; it reads the ingest's `floor-row` through `bonusd.raps.mirror`.
@@ -30,11 +30,13 @@ from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.book import SCHEDULER
 from bonusd.draws.claims import Actor, ClaimError
 from bonusd.draws.evidence import evidence
-from bonusd.draws.fairness import Pool, SeedSource
-from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner, stored_seeds
+from bonusd.draws.fairness import Pool, SeedSource, commit_seed
+from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import RoundKey
 from bonusd.draws.runner import DrawRunner
+from bonusd.draws.seal import SeedSeal
+from bonusd.draws.seeds import Committed, SeedVault
 from bonusd.draws.verify import Mismatch, Verification
 from bonusd.errors import AuditFormatError, BonusdError, ConflictError, NotFoundError
 from bonusd.infra.keys import Keys
@@ -66,18 +68,19 @@ class RapsRunner(LedgerRunner[RapsBook]):
         promotions: PromotionStore,
         clock: Clock,
         calendar: GamingCalendar,
+        seal: SeedSeal,
         seed_source: SeedSource = secrets.token_bytes,
         on_deadline_change: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__(redis=redis, keys=keys, audit=audit, on_deadline_change=on_deadline_change)
         self.promotions, self.clock, self.calendar = promotions, clock, calendar
-        self._seed_source = seed_source
+        self.seeds = SeedVault(redis, seal, seed_source)
         self._floors: dict[tuple[str, int], FloorSnapshot] = {}
         self.live_floor = FloorMirror(redis, keys)  # the floor a pick judges
         self._random_times: dict[tuple[str, str], tuple[dt.datetime, ...]] = {}
         # pool files and the deadline index are the draw runner's: the same keys, one reader
         self._draws = DrawRunner(
-            redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock
+            redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock, seal=seal
         )
 
     def plan(self, promotion_id: str, session_id: str) -> SessionPlan:
@@ -126,11 +129,22 @@ class RapsRunner(LedgerRunner[RapsBook]):
         return parts[0], parts[1], jackpot_number(jackpot_ref)
 
     # -- loading ----------------------------------------------------------------------------
-    async def _seeds(self, plan: SessionPlan, *, create: bool) -> dict[int, bytes]:
-        numbers = list(range(1, len(plan.times) + 1))
-        names = [self.keys.seed(plan.subject, "raps", str(n)) for n in numbers]
-        seeds = await stored_seeds(self.redis, names, create=create, source=self._seed_source)
-        return {n: v for n, v in zip(numbers, seeds, strict=True) if v}
+    def _seed_name(self, plan: SessionPlan, number: int) -> str:
+        return self.keys.seed(plan.subject, "raps", str(number))
+
+    async def _seeds(
+        self, plan: SessionPlan, book: RapsBook, records: list[AuditRecord]
+    ) -> dict[int, bytes]:
+        """The seeds of every jackpot the book or `records` commit, each checked against
+        its commitment (`SeedVault.committed`: `SeedRefused` otherwise)."""
+        want = {n: commit_seed(st.seed) for n, st in book.jackpots.items() if st.seed}
+        for rec in records:
+            if rec.kind == Kind.COMMITMENT:
+                want[jackpot_number(rec.payload["draw_id"])] = rec.payload["seed_commitment"]
+        names = {n: self._seed_name(plan, n) for n in want}
+        found = [Committed(names[n], sealed) for n, sealed in want.items()]
+        opened = await self.seeds.committed(plan.subject, found)
+        return {n: opened[names[n]] for n in want}
 
     async def floor(self, jid: str, attempt: int) -> FloorSnapshot:
         """The archived floor snapshot attempt `attempt` of jackpot `jid` was judged from."""
@@ -151,8 +165,8 @@ class RapsRunner(LedgerRunner[RapsBook]):
         async with self._lock(subject):
             return await self._load(promotion_id, session_id)
 
-    async def _load(self, promotion_id: str, session_id: str) -> RapsBook:
-        """`book`, for a caller holding the session's lock."""
+    async def _load(self, promotion_id: str, session_id: str, *, writing: bool = False) -> RapsBook:
+        """`book`, for a caller holding the lock; `writing`: its seeds checked (`_checked`)."""
         plan = await self.load_plan(promotion_id, session_id, create=False)
 
         async def replay(book: RapsBook, records: list[AuditRecord]) -> None:
@@ -160,15 +174,18 @@ class RapsRunner(LedgerRunner[RapsBook]):
                 if rec.kind == Kind.POOL:
                     await self._draws.pool_file(rec.payload["pool_commitment"])
                     await self.floor(rec.payload["draw_id"], rec.payload["round"])
-            seeds = await self._seeds(plan, create=False)
+            seeds = await self._seeds(plan, book, records)
             pools = self._draws.cached_pool
             floors = lambda jid, attempt: self._floors[(jid, attempt)]  # noqa: E731
             for rec in records:
                 book.apply(rec, seeds=seeds, pools=pools, floors=floors)
 
-        return await self._refresh(
+        refresh = self._refresh(
             plan.subject, lambda: RapsBook(plan), replay, lambda b: b.plan == plan
         )
+        check = (lambda b: self._seeds(plan, b, [])) if writing else None
+        where = lambda name: (f"{plan.subject}.j{name.rsplit(':', 1)[1]}", "raps", 0)  # noqa: E731
+        return await self._checked(plan.subject, refresh, check, where)
 
     async def step(
         self,
@@ -181,7 +198,7 @@ class RapsRunner(LedgerRunner[RapsBook]):
     ) -> list[AuditRecord]:
         """Run `command` on the book and commit its entries, retrying lost races."""
         subject = (await self.load_plan(promotion_id, session_id)).subject
-        load = lambda: self._load(promotion_id, session_id)  # noqa: E731
+        load = lambda: self._load(promotion_id, session_id, writing=True)  # noqa: E731
         return await self._step(subject, load, command, extra=extra, check=check)
 
     # -- the floor --------------------------------------------------------------------------
@@ -199,7 +216,13 @@ class RapsRunner(LedgerRunner[RapsBook]):
     async def commit_seeds(self, promotion_id: str, session_id: str) -> list[AuditRecord]:
         """Fix and publish every jackpot's seed commitment (at the session start, or before)."""
         plan = await self.load_plan(promotion_id, session_id)
-        seeds = await self._seeds(plan, create=True)
+        async with self._lock(plan.subject):  # a seed is made only for a jackpot not committed
+            book = await self._load(promotion_id, session_id, writing=True)
+        todo = {n: self._seed_name(plan, n) for n, st in book.jackpots.items() if st.seed is None}
+        if not todo:
+            return []
+        made = await self.seeds.create(plan.subject, list(todo.values()))
+        seeds = {n: made[name] for n, name in todo.items()}
         now = self.clock.now()
         return await self.step(promotion_id, session_id, lambda b: b.commit_seeds(seeds, now))
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from pathlib import Path
 
 from redis.asyncio import Redis
 
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.runner import DrawRunner
+from bonusd.draws.seal import SeedSeal, load_seal
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.store import FloorStore
 from bonusd.floor.telemetry import DecodeLimits, TelemetryDecoder
@@ -87,15 +89,20 @@ def runners(
     promotions: PromotionStore,
     clock: Clock,
     calendar: GamingCalendar,
+    seed_key_file: Path,
     on_deadline_change: Callable[[], None],
 ) -> tuple[DrawRunner, RapsRunner]:
-    """The draw runner and the RAPS runner the service and its routes act through."""
+    """The draw runner and the RAPS runner the service and its routes act through, both
+    keeping their seeds sealed with the site's key, read from `seed_key_file` (created
+    when missing; `SeedKeyError` when it is unusable)."""
+    seal = load_seal(seed_key_file)
     draws = DrawRunner(
         redis=redis,
         keys=keys,
         audit=audit,
         promotions=promotions,
         clock=clock,
+        seal=seal,
         on_deadline_change=on_deadline_change,
     )
     jackpots = RapsRunner(
@@ -105,6 +112,7 @@ def runners(
         promotions=promotions,
         clock=clock,
         calendar=calendar,
+        seal=seal,
         on_deadline_change=on_deadline_change,
     )
     return draws, jackpots
@@ -119,12 +127,21 @@ def push_hub(
     clock: Clock,
     calendar: GamingCalendar,
     promotions: PromotionStore,
+    seal: SeedSeal,
 ) -> PushHub:
     """The push hub, reading books through runners of its own: a book the service's runners
     are changing (command run, commit pending) is never what a screen shows."""
-    draws = DrawRunner(redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock)
+    draws = DrawRunner(
+        redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock, seal=seal
+    )
     jackpots = RapsRunner(
-        redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock, calendar=calendar
+        redis=redis,
+        keys=keys,
+        audit=audit,
+        promotions=promotions,
+        clock=clock,
+        calendar=calendar,
+        seal=seal,
     )
     return PushHub(
         redis=redis,

@@ -4,12 +4,10 @@
         await service.run()        # until SIGTERM/SIGINT or service.stop()
 
 Startup opens the Redis pool and loads the scripts; the main phase runs ingest, the push,
-the HTTP server and the leader election in one TaskGroup. While this daemon holds the
-site's lease (bonusd/infra/leader.py, docs/leader.md) it also runs the leader's tasks: the
-scheduler with its timed actions (bonusd/service/actions.py), the claim timers, the SMS notices,
-the idle sweeper and the retention sweeper. Shutdown stops intake, lets the consumer
-commit what it holds, stops the leader's tasks and releases the lease, stops the HTTP
-server and closes the pool, within deadlines.
+the HTTP server and the leader election in one TaskGroup. The site's leader (docs/leader.md)
+seals seeds left in plain hex, then runs the scheduler (bonusd/service/actions.py), claim
+timers, SMS notices, idle sweeper and retention. Shutdown stops intake, lets the consumer
+commit, stops the leader's tasks and releases the lease, stops HTTP and closes the pool.
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ from bonusd.api.httpguard import SecureHeaders
 from bonusd.audit.chain import Kind
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
+from bonusd.draws.seeds import seal_plain_seeds
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.idlesweep import sweep_idle
 from bonusd.infra.health import Health
@@ -128,6 +127,7 @@ class Service:
             promotions=self.promotion_store,
             clock=self.clock,
             calendar=self.calendar,
+            seed_key_file=self.settings.seed_key_file,  # SeedKeyError: the start is refused
             on_deadline_change=self._poke_timers,
         )
 
@@ -149,6 +149,7 @@ class Service:
             clock=self.clock,
             calendar=self.calendar,
             promotions=self.promotion_store,
+            seal=self.draws.seeds.seal,
         )
         self.rules = RuleSync(  # the same promotion rules on every daemon of the site
             redis=self.redis,
@@ -285,6 +286,7 @@ class Service:
 
     async def _lead(self, stop: asyncio.Event) -> None:
         """What only the site's leader runs, until `stop` (docs/leader.md)."""
+        await seal_plain_seeds(self.redis, self.draws.seeds.seal, self.keys)
         sweeper = sweep_idle(
             store=self.store,
             clock=self.clock,

@@ -38,6 +38,7 @@ import redis.asyncio as aioredis
 from rich.progress import Progress
 
 from bonusd.draws.book import DrawPlan
+from bonusd.draws.seal import SeedSeal, load_seal
 from bonusd.errors import BonusdError
 from bonusd.infra.keys import Keys
 from bonusd.infra.sharedclock import SharedClock
@@ -63,11 +64,12 @@ from simulators.stepped import peak_rss_kb
 logger = logging.getLogger(__name__)
 
 
-def fixed_secrets(keys: Keys, promotion: Promotion, seed: int) -> dict[str, str]:
-    """The draw and jackpot seeds (and the random-times seed) of a rehearsal, from its
-    seed, under the keys the draw and RAPS runners and the scheduler keep them in;
-    stored with SET NX before the daemon commits any."""
-    names = [keys.schedule_seed(promotion.id)]
+def fixed_secrets(keys: Keys, promotion: Promotion, seed: int, seal: SeedSeal) -> dict[str, str]:
+    """The draw and jackpot seeds (sealed with the rehearsal daemon's key, as the runners
+    keep them) and the random-times seed of a rehearsal, from its seed, under the keys the
+    runners and the scheduler keep them in; stored with SET NX before the daemon commits
+    any."""
+    names: list[str] = []
     for draw in promotion.draw_list:
         plan = DrawPlan.of(promotion, draw)
         names += [keys.seed(plan.subject, t, str(r)) for t, r in plan.keys]
@@ -76,7 +78,12 @@ def fixed_secrets(keys: Keys, promotion: Promotion, seed: int) -> dict[str, str]
         subject = f"{promotion.id}.{session.id}"
         names += [keys.seed(subject, "raps", str(n)) for n in range(1, count + 1)]
     # derived from the name without the site's base, as before (same seed, same winners)
-    return {key: _derived(seed, key.removeprefix(keys.base)) for key in names}
+    sealed = {
+        key: seal.seal(key, bytes.fromhex(_derived(seed, key.removeprefix(keys.base))))
+        for key in names
+    }
+    times = keys.schedule_seed(promotion.id)
+    return {times: _derived(seed, times.removeprefix(keys.base))} | sealed
 
 
 def _derived(seed: int, name: str) -> str:
@@ -100,10 +107,14 @@ async def rehearse(
     started = time.monotonic()
     try:
         memory_before: dict[str, Any] = await redis.info("memory")
-        for name, value in fixed_secrets(keys, p, plan.seed).items():
-            await redis.set(name, value, nx=True)
         with tempfile.TemporaryDirectory(prefix="bonusd-rehearsal-") as tmp:
             folder = Path(tmp)
+            key_file = folder / "seed-key"  # the private daemon's seed key
+            key_file.touch(mode=0o600)
+            key_file.write_text(secrets.token_hex(32), encoding="ascii")
+            seal = load_seal(key_file)
+            for name, value in fixed_secrets(keys, p, plan.seed, seal).items():
+                await redis.set(name, value, nx=True)
             (folder / f"{p.id}.toml").write_text(prepared.text, encoding="utf-8")
             settings = _daemon_settings(
                 prepared, folder, redis_url=redis_url, mqtt_url=mqtt_url, prefix=prefix
@@ -172,6 +183,7 @@ def _daemon_settings(
         batch_max=2000,
         mqtt_receive_maximum=5000,
         promotions=folder,
+        seed_key_file=folder / "seed-key",
         sms_webhook_url="",  # a rehearsal never texts anyone
     )
 

@@ -29,6 +29,7 @@ from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
 from bonusd.promotions.store import PromotionStore
 from bonusd.registry.records import Member, Tier
+from tests.seal_helpers import SEAL
 
 GH = Path(__file__).parents[2] / "promotions" / "golden-horse-mega-points-chase.toml"
 
@@ -84,6 +85,7 @@ class Site:
             audit=AuditStore(self.redis, self.keys),
             promotions=self.store,
             clock=self.clock,
+            seal=SEAL,
             seed_source=seed_source or seeds(1),
         )
 

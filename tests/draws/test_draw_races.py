@@ -34,6 +34,7 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.raps.runner import RapsRunner
 from tests.draws.helpers import GH, HW, PID, Site, of_kind, seeds
 from tests.raps import helpers as raps
+from tests.seal_helpers import SEAL
 
 DESK = Actor("desk-1", ClaimRole.DESK)
 
@@ -90,7 +91,8 @@ async def s(site: str, redis_url: str) -> AsyncIterator[Site]:
     promotion = load_promotion(GH)
     store = PromotionStore(r, keys, [promotion])
     clock = ManualClock(dt.datetime.combine(promotion.draw(HW).date, dt.time(12), promotion.zone))
-    desk = DrawRunner(redis=r, keys=keys, audit=HookedAudit(r, keys), promotions=store, clock=clock)
+    audit = HookedAudit(r, keys)
+    desk = DrawRunner(redis=r, keys=keys, audit=audit, promotions=store, clock=clock, seal=SEAL)
     one = Site(r, keys, promotion, store, clock, desk)
     await one.entry_pool(HW, {Tombola.POOLED: {f"C{n:02d}": 1 + n % 4 for n in range(20)}})
     yield one
@@ -270,6 +272,7 @@ async def rs(site: str, redis_url: str, tmp_path: Path) -> AsyncIterator[raps.Si
         promotions=d.promotions,
         clock=d.clock,
         calendar=d.calendar,
+        seal=d.seeds.seal,
         seed_source=raps.counter_seeds(),
     )
     yield one
@@ -285,6 +288,7 @@ def other_jackpot_desk(rs: raps.Site) -> RapsRunner:
         promotions=d.promotions,
         clock=d.clock,
         calendar=d.calendar,
+        seal=d.seeds.seal,
     )
 
 

@@ -48,6 +48,7 @@ from tests.draws.helpers import (
     of_kind,
     seeds,
 )
+from tests.seal_helpers import SEAL, opened_seed
 
 
 @pytest.fixture
@@ -65,36 +66,15 @@ async def desk(site: str, redis_url: str) -> AsyncIterator[tuple[DrawRunner, Man
     )
     await r.set(store.keys.pool(PID, "halfway"), pool.canonical())
     yield (
-        DrawRunner(redis=r, keys=keys, audit=AuditStore(r, keys), promotions=store, clock=clock),
+        DrawRunner(
+            redis=r, keys=keys, audit=AuditStore(r, keys), promotions=store, clock=clock, seal=SEAL
+        ),
         clock,
     )
     await r.aclose()
 
 
 # -- a small site: helpers shared by the tests below ---------------------------------------------
-
-
-@pytest.fixture
-async def small(site: str, redis_url: str) -> AsyncIterator[Site]:
-    """The Golden Horse halfway draw over 20 members (C00..C19), clock at 12:00 on draw day."""
-    r = aioredis.Redis.from_url(redis_url, decode_responses=True)
-    keys = Keys("bonusd", site)
-    promotion = load_promotion(GH)
-    store = PromotionStore(r, keys, [promotion])
-    noon = dt.datetime.combine(promotion.draw(HW).date, dt.time(12, 0), promotion.zone)
-    clock = ManualClock(noon)
-    d = DrawRunner(
-        redis=r,
-        keys=keys,
-        audit=AuditStore(r, keys),
-        promotions=store,
-        clock=clock,
-        seed_source=seeds(7),
-    )
-    s = Site(r, keys, promotion, store, clock, d)
-    await s.entry_pool(HW, {Tombola.POOLED: {f"C{n:02d}": 1 + n % 4 for n in range(20)}})
-    yield s
-    await r.aclose()
 
 
 async def round_one(s: Site) -> DrawBook:
@@ -302,7 +282,8 @@ async def test_a_seated_member_never_holds_a_ticket_and_a_late_seat_is_refused(
     # ledger, with a member seated (hypothetically) only after the pool froze.
     replayed = DrawBook(book.plan)
     ledger = await s.ledger(f"{PID}.final")
-    stored = await d._seeds(book.plan, create=False)
+    names = {k: s.keys.seed(book.subject, k[0], str(k[1])) for k in book.plan.keys}
+    stored = {k: await opened_seed(s.redis, name) for k, name in names.items()}
     pools = {
         c: await d.pool_file(c)
         for c in (r.payload["pool_commitment"] for r in of_kind(ledger, Kind.POOL))
@@ -559,7 +540,7 @@ async def test_the_seed_is_revealed_once_the_round_is_settled(small: Site) -> No
     recs = await to_reveal(d, 6, 5)
     (reveal,) = of_kind(recs, Kind.SEED_REVEAL)
     assert reveal.actor == "scheduler (system)"
-    stored = await s.redis.get(f"{s.keys.base}seed:{HALFWAY}:pooled:1")
+    stored = (await opened_seed(s.redis, f"{s.keys.base}seed:{HALFWAY}:pooled:1")).hex()
     assert reveal.payload == {"draw_id": HALFWAY, "tombola": "pooled", "round": 1, "seed": stored}
     # rounds 2 and 3 are not drawn: their seeds stay secret
     assert len(of_kind(await s.ledger(), Kind.SEED_REVEAL)) == 1
@@ -648,6 +629,7 @@ async def test_two_desks_running_the_same_round_pick_five(small: Site, redis_url
             audit=AuditStore(other_redis, s.keys),
             promotions=PromotionStore(other_redis, s.keys, [s.promotion]),
             clock=s.clock,
+            seal=SEAL,
             seed_source=seeds(99),  # different secrets: only one set may be kept
         )
         s.clock.set(s.at(HW, 19))

@@ -44,6 +44,7 @@ from tests.draws import helpers as draw_helpers
 from tests.infra import helpers as clock_helpers
 from tests.promotions import helpers as promotion_helpers
 from tests.raps import helpers as raps_helpers
+from tests.seal_helpers import SEAL
 from tests.telemetry_helpers import Publisher, game
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)
@@ -210,7 +211,12 @@ async def test_a_draw_round_to_its_letter(
     )
     await acluster.set(store.keys.pool(draw_helpers.PID, "halfway"), pool.canonical())
     desk = DrawRunner(
-        redis=acluster, keys=keys, audit=AuditStore(acluster, keys), promotions=store, clock=clock
+        redis=acluster,
+        keys=keys,
+        audit=AuditStore(acluster, keys),
+        promotions=store,
+        clock=clock,
+        seal=SEAL,
     )
     await draw_helpers.a_draw_from_commitment_to_letter((desk, clock))
     chain, _ = await desk.verify(f"{draw_helpers.PID}.halfway")  # round 1 not settled yet

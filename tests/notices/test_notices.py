@@ -42,6 +42,7 @@ from bonusd.raps.rules import RapsClaim
 from bonusd.registry.records import Member, Tier
 from bonusd.settings import Settings
 from tests.daemon_helpers import PROJECT, running
+from tests.seal_helpers import SEAL
 
 GH = "golden-horse-mega-points-chase"
 FESTA = "montecasino-festa-fortuna"
@@ -166,6 +167,7 @@ async def env(site: str, redis_url: str) -> AsyncIterator[Env]:
         audit=AuditStore(r, keys),
         promotions=store,
         clock=clock,
+        seal=SEAL,
         seed_source=random.Random(7).randbytes,
     )
     counts = {Tombola.POOLED: {c: 1 + n % 4 for n, c in enumerate(CARDS)}}

@@ -253,6 +253,7 @@ async def test_a_round_drawn_by_another_daemon_reaches_the_screens(day: Daemon) 
         audit=AuditStore(svc.redis, svc.keys),
         promotions=PromotionStore(svc.redis, svc.keys, list(svc.promotions)),
         clock=svc.clock,
+        seal=svc.draws.seeds.seal,
     )
     records = await other.run_round(GH, "halfway", 1)
     cards = {r.payload["card"] for r in records if r.kind == "pick"}

@@ -23,6 +23,7 @@ from bonusd.promotions import load_promotion
 from bonusd.promotions.store import PromotionStore
 from bonusd.raps.rules import FloorPlayer, IneligibleReason, PlayKind, RapsClaimState
 from bonusd.raps.runner import RapsRunner
+from tests.seal_helpers import SEAL
 
 FESTA = Path(__file__).parents[2] / "promotions" / "montecasino-festa-fortuna.toml"
 
@@ -83,6 +84,7 @@ async def make_site(site: str, redis_url: str, tmp_path: Path, then: str) -> Sit
         promotions=PromotionStore(r, keys, [promotion]),
         clock=clock,
         calendar=promotion.calendar,
+        seal=SEAL,
         seed_source=counter_seeds(),
     )
     return Site(desk, clock, r, keys)

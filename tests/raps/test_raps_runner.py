@@ -32,6 +32,7 @@ from tests.raps.helpers import (
     seat,
     start,
 )
+from tests.seal_helpers import opened_seed
 
 R = RapsClaimState
 
@@ -90,7 +91,7 @@ async def test_absent_winner_is_reselected_from_the_same_stream(s: Site) -> None
     pool = parse_pool(
         (await s.redis.get(s.keys.poolfile(first[0].payload["pool_commitment"]))).encode()
     )
-    seed = bytes.fromhex(await s.redis.get(s.keys.seed(f"{PID}.{SID}", "raps", "1")))
+    seed = await opened_seed(s.redis, s.keys.seed(f"{PID}.{SID}", "raps", "1"))
     picks = pick_sequence(pool, seed, 2)
     assert [picks[0].card, picks[1].card] == [book.claims[1].card, second.card]
     ledger = await s.desk.audit.ledger(f"{PID}.{SID}")

@@ -16,6 +16,7 @@ from tests.floor.helpers import (
     lines,
 )
 from tests.raps.helpers import CREW, J1, PID, SID, Site, kinds, start, store
+from tests.seal_helpers import opened_seed
 
 
 async def test_a_member_excluded_after_the_freeze_is_passed_over_on_reselection(s: Site) -> None:
@@ -24,7 +25,7 @@ async def test_a_member_excluded_after_the_freeze_is_passed_over_on_reselection(
     pool = parse_pool(
         (await s.redis.get(s.keys.poolfile(first[0].payload["pool_commitment"]))).encode()
     )
-    seed = bytes.fromhex(await s.redis.get(s.keys.seed(f"{PID}.{SID}", "raps", "1")))
+    seed = await opened_seed(s.redis, s.keys.seed(f"{PID}.{SID}", "raps", "1"))
     stream = [p.card for p in pick_sequence(pool, seed, 3)]
     assert first[1].payload["card"] == stream[0]
     # the next in the stream is excluded at the desk after the pool froze
