@@ -57,7 +57,7 @@ from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.book import SCHEDULER
 from bonusd.draws.runner import DrawRunner
-from bonusd.draws.seal import load_seal
+from bonusd.draws.seedkey import load_seal
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion

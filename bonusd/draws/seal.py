@@ -2,18 +2,15 @@
 lives"): `SeedSeal` seals a round's secret seed with AES-256-GCM before it is stored, with
 the Redis key's name as associated data, so a sealed value opens only under its own key
 name and only with the site's key; anyone reading Redis (an operator, a backup, a replica)
-learns nothing from which the picks could be computed. `load_seal` reads the key file
-(`BONUSD_SEED_KEY_FILE`: 64 hex characters), creating it once when it does not exist."""
+learns nothing from which the picks could be computed. Pure: the key file is read by
+`bonusd.draws.seedkey`."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import logging
-import os
 import secrets
-import stat
-from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -74,66 +71,3 @@ def _not_sealed(text: str) -> str:
     if plain:
         return "holds a plain hex seed (stored before seeds were sealed, or put there by hand)"
     return "does not hold a sealed seed"
-
-
-def load_seal(path: Path) -> SeedSeal:
-    """The seal of the site's key file; a missing file is created once (0600, whole, then
-    linked in place) and read back, so daemons starting together agree. `SeedKeyError`
-    for a file readable by group or others or not holding 64 hex characters."""
-    try:
-        created = _create(path)
-    except OSError as exc:
-        raise SeedKeyError(f"{SETTING}={path}: cannot create the seed key file: {exc}") from None
-    if created:
-        logger.warning(
-            "created a new seed key in %s (%s): in production provision it instead, the same "
-            "file on every daemon of the site, readable only by the daemon's user, and never "
-            "in the same backup as Redis",
-            path.resolve(),
-            SETTING,
-        )
-    try:
-        mode = path.stat().st_mode
-        text = path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SeedKeyError(f"{SETTING}={path}: cannot read the seed key file: {exc}") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SeedKeyError(
-            f"{SETTING}={path}: the seed key file is open to group or others "
-            f"(mode {stat.filemode(mode)}); make it readable only by the daemon's user: "
-            f"chmod 600 {path}"
-        )
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        key = b""
-    if len(key) != KEY_BYTES or len(text) != 2 * KEY_BYTES:
-        raise SeedKeyError(
-            f"{SETTING}={path}: the seed key file must hold the key as {2 * KEY_BYTES} hex "
-            f"characters (it holds {len(text)} characters); restore the site's key file "
-            "(every daemon's is the same), never a new one: seeds sealed already open only "
-            "with it"
-        )
-    return SeedSeal(key, source=str(path))
-
-
-def _create(path: Path) -> bool:
-    """Put a fresh key at `path` unless a file is there; True when this call made it. The
-    key is written whole (O_CREAT|O_EXCL, 0600) to a file of its own, then linked in
-    place: a daemon starting at the same instant sees no file or the whole key."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        return False
-    fresh = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as out:
-            out.write(secrets.token_bytes(KEY_BYTES).hex() + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.link(fresh, path)  # fails if another daemon's key landed first
-    except FileExistsError:
-        return False
-    finally:
-        fresh.unlink(missing_ok=True)
-    return True

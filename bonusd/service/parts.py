@@ -13,7 +13,8 @@ from redis.asyncio import Redis
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.runner import DrawRunner
-from bonusd.draws.seal import SeedSeal, load_seal
+from bonusd.draws.seal import SeedSeal
+from bonusd.draws.seedkey import load_seal
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.store import FloorStore
 from bonusd.floor.telemetry import DecodeLimits, TelemetryDecoder

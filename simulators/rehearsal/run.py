@@ -38,7 +38,8 @@ import redis.asyncio as aioredis
 from rich.progress import Progress
 
 from bonusd.draws.book import DrawPlan
-from bonusd.draws.seal import SeedSeal, load_seal
+from bonusd.draws.seal import SeedSeal
+from bonusd.draws.seedkey import load_seal
 from bonusd.errors import BonusdError
 from bonusd.infra.keys import Keys
 from bonusd.infra.sharedclock import SharedClock

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bonusd.draws.seal import PREFIX, SeedSeal, load_seal
+from bonusd.draws.seal import PREFIX, SeedSeal
+from bonusd.draws.seedkey import load_seal
 from bonusd.errors import SealError, SeedKeyError
 from bonusd.service.root import Service
 from bonusd.settings import Settings
