@@ -88,8 +88,18 @@ class ScheduledActions:
         promotion_id, draw_id = action.ids
         await self.draws.close_bin(promotion_id, draw_id, due=action.at)
         pool = await self.promotions.pool(promotion_id, draw_id)
+        book = await self.draws.book(promotion_id, draw_id)
+        committed = [
+            f"{tombola} round {number} {rnd.pool.commitment}"
+            for (tombola, number), rnd in sorted(book.draw.rounds.items())
+            if rnd.pool is not None
+        ]
         logger.info(
-            "entry bin of %s/%s closed: pool %s", promotion_id, draw_id, pool and pool.sha256
+            "entry bin of %s/%s closed: entry pool sha256 %s; round pools committed: %s",
+            promotion_id,
+            draw_id,
+            pool and pool.sha256,
+            "; ".join(committed) or "none",
         )
 
     async def draw_round(self, action: TimedAction) -> None:
