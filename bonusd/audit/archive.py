@@ -74,6 +74,11 @@ def check_links(records: Sequence[AuditRecord]) -> ChainCheck:
     return ChainCheck(len(records))
 
 
+def site_archive(root: Path, prefix: str, site: str) -> Path:
+    """The archive folder of one site under `BONUSD_RETENTION_AUDIT_ARCHIVE` (`root`)."""
+    return root / f"{prefix}-{site}"
+
+
 class AuditArchive:
     """The archive files of one site, in `folder` (created on first append)."""
 

@@ -31,7 +31,7 @@ from typing import cast
 
 from redis.asyncio import Redis
 
-from bonusd.audit.archive import AuditArchive
+from bonusd.audit.archive import AuditArchive, site_archive
 from bonusd.audit.chain import from_jsonl
 from bonusd.clocks.clock import Clock, GamingCalendar, sleep_until_or_stop
 from bonusd.errors import AuditFormatError
@@ -185,7 +185,8 @@ class RetentionSweeper:
         calendar: GamingCalendar,
         promotions: Callable[[], Sequence[Promotion]],
     ) -> RetentionSweeper:
-        folder = settings.retention_audit_archive / f"{settings.key_prefix}-{settings.site}"
+        root, prefix = settings.retention_audit_archive, settings.key_prefix
+        folder = site_archive(root, prefix, settings.site)
         return cls(
             redis=redis,
             keys=keys,

@@ -5,8 +5,9 @@ clients of the daemon like any real ones.
   playing while a draw's activation is open), through `POST …/activations`;
 - `CrewFeed`: the crew stream (`/ws/crew`) as a handheld sees it, kept current;
 - `CrewBot`: a crew member working the alerts of that stream, posting the actions each
-  alert lists, but only on an alert nobody touched for `after` wall seconds, so a person
-  on the `/crew` page always gets there first. From the second round of each draw on,
+  alert lists, but only on an alert nobody touched for `after` wall seconds (every step
+  of it: once a person takes a step, the next waits `after` again), so a person on the
+  `/crew` page always gets there first and keeps the claim. From the second round of each draw on,
   one winner never comes forward (a no-show, then a redraw), and every second RAPS
   winner has left the machine (not at device, called over the PA, presents on stage);
 - `SlowMotion`: the demo's clock operator. The floor runs at the demo's speed (x60), but
@@ -168,6 +169,9 @@ class CrewBot:
     _seen: dict[tuple[str, int], _Seen] = field(default_factory=dict)
     _left_alone: set[tuple[str, int]] = field(default_factory=set)  # no-shows chosen
     _no_show_rounds: set[tuple[str, int]] = field(default_factory=set)
+    # alerts whose last step the bot took: it goes on with them after STEP_S; any other
+    # waits `after` from its last change, so a person who took a step keeps the claim
+    _mine: set[tuple[str, int]] = field(default_factory=set)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -176,14 +180,17 @@ class CrewBot:
                 key = (str(row["subject"]), int(row["claim"]))
                 seen = self._seen.get(key)
                 if seen is None or seen.state != row["state"]:
+                    if seen is not None and not seen.acted:
+                        self._mine.discard(key)  # a person (or a timer) moved it on
                     self._seen[key] = _Seen(str(row["state"]), now)
                     continue
-                first = row["state"] in ("announced", "alerted")
-                if seen.acted or now - seen.since < (self.after if first else STEP_S):
+                wait = STEP_S if key in self._mine else self.after
+                if seen.acted or now - seen.since < wait:
                     continue
                 action = self.choose(row)
                 if action is not None:
                     seen.acted = True  # once per state: the next step waits for the change
+                    self._mine.add(key)
                     await self._act(row, action)
             await _pause(stop, POLL_S)
 

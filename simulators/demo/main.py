@@ -23,6 +23,7 @@ import datetime as dt
 import io
 import logging
 import secrets
+import shutil
 import signal
 import socket
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ import httpx
 import redis.asyncio as aioredis
 
 from bonusd.access.auth import Role
+from bonusd.audit.archive import site_archive
 from bonusd.errors import BonusdError
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import redis_client
@@ -179,7 +181,15 @@ class Demo:
             if len(batch) >= 1000:
                 deleted += await r.unlink(*batch)
                 batch = []
-        return deleted + (await r.unlink(*batch) if batch else 0)
+        deleted += await r.unlink(*batch) if batch else 0
+        # the site's audit archive goes too: it continues the trail just deleted, and the
+        # next run's trail starts a new chain the old archive would refuse
+        settings = self.settings
+        archive = site_archive(settings.retention_audit_archive, settings.key_prefix, settings.site)
+        if archive.is_dir():
+            await asyncio.to_thread(shutil.rmtree, archive)
+            logger.info("demo: the previous run's audit archive %s deleted", archive)
+        return deleted
 
     async def _run(self, admin: aioredis.Redis) -> None:
         spec = self.floor
