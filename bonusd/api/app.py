@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute
 from bonusd.access.auth import AuthError
 from bonusd.api import (
     audit,
+    changes,
     docs,
     draws,
     floor,
@@ -110,6 +111,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     include(app, promotions.router)
     include(app, audit.router)
     include(app, draws.router)
+    include(app, changes.router)
     include(app, jackpots.router)
     include(app, notices.router)
     include(app, pages.router)

@@ -43,6 +43,9 @@ class Kind(StrEnum):
     PRIZES = "prizes"  # a round's prize set loaded (the reveals are shuffled from it)
     DECLINE = "decline"  # a member signed a RAPS session's decline register
     EXCEPTION = "exception"  # something the floor must know: an empty pool, no alternate left
+    DIGEST = "digest"  # a finished gaming day's chain head, also kept outside (audit.digest)
+    REQUEST = "request"  # a four-eyes change asked for, with its reason (draws/approvals.py)
+    APPROVAL = "approval"  # a second staff member's decision on a request
 
 
 def _check_json(value: Json, where: str = "payload") -> None:

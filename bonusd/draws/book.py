@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from bonusd.audit.chain import AuditRecord, Entry, Json, Kind
+from bonusd.draws.approvals import Approvals
+from bonusd.draws.bookchanges import CHANGE_KINDS, BinOpenError, ChangeSteps, check_bin_closes
 from bonusd.draws.bookclaims import ClaimSteps
 from bonusd.draws.claims import (
     Actor,
@@ -87,22 +89,7 @@ class LedgerError(BonusdError):
     Stop, export the audit trail (`bonusd audit export`) and call the compliance officer."""
 
 
-class BinOpenError(DrawError):
-    """The draw's entry bin is still open: its pools are not frozen, nor a round drawn from
-    them, before the bin's scheduled close (the API answers 409)."""
-
-
-def check_bin_closes(subject: str, closes_at: dt.datetime, now: dt.datetime, then: str) -> None:
-    """`BinOpenError` naming the scheduled close while `now` is before it; `then` says
-    what becomes possible at the close (it ends the message)."""
-    if now < closes_at:
-        left = dt.timedelta(seconds=int((closes_at - now).total_seconds()))
-        raise BinOpenError(
-            f"the entry bin of {subject} closes at {closes_at.isoformat()} (in {left}); {then}"
-        )
-
-
-class DrawBook(ClaimSteps):
+class DrawBook(ClaimSteps, ChangeSteps):
     """The state of one draw: rounds, picks, claims, proxies, reveals and letters."""
 
     def __init__(self, plan: DrawPlan) -> None:
@@ -120,6 +107,8 @@ class DrawBook(ClaimSteps):
         self.letters = LetterBook(plan.subject, validity=plan.letters_lapse - first)
         self.revealed: set[RoundKey] = set()
         self.missed_rounds: set[int] = set()  # rounds with a "not drawn at its time" note
+        self.approvals = Approvals(plan.subject)
+        self.closed_early = False
         self.version = 0  # ledger records this book holds
 
     # -- replay -----------------------------------------------------------------------------
@@ -157,9 +146,10 @@ class DrawBook(ClaimSteps):
             return self._commit(key, seeds[key], late=payload.get("late", False))
         if kind is Kind.SEAT:
             return self._seat(payload["card"], payload["board"])
-        if kind is Kind.EXCLUSION:
-            return self._exclude(payload["card"], payload.get("note", ""))
+        if kind in CHANGE_KINDS:
+            return self._replay_change(kind, payload, actor, at)
         if kind is Kind.POOL:
+            self.check_close_time(at)
             return self._restore(pools(payload["pool_commitment"]))
         if kind is Kind.PRIZES:
             return self._prizes(key, tuple(Prize(label, v) for label, v in payload["prizes"]))
@@ -183,10 +173,10 @@ class DrawBook(ClaimSteps):
             return self._move(claim_id, payload["action"], actor, at, **args)
         if kind is Kind.LETTER:
             return self._letter(int(payload["claim"].split()[-1]))
-        if kind is Kind.PROXY:
-            return self._proxy(payload["card"], payload["proxy_id"], payload["name"], actor, at)
         if kind is Kind.SEED_REVEAL:
             return self._reveal(key)
+        if kind is Kind.EXCEPTION and payload.get("change") == "early_close":
+            return self._early_close(int(payload["request"]), at)
         if kind is Kind.EXCEPTION:
             if MISSED in payload.get("note", ""):
                 self.missed_rounds.add(key[1])
@@ -206,10 +196,6 @@ class DrawBook(ClaimSteps):
     def _seat(self, card: str, board: str) -> dict[str, Json]:
         self.draw.seat(card, board, per_board=self.plan.per_board)
         return {"draw_id": self.subject, "card": card, "board": board}
-
-    def _exclude(self, card: str, note: str) -> dict[str, Json]:
-        self.draw.exclude(card)
-        return {"draw_id": self.subject, "card": card, "note": note}
 
     def _restore(self, pool: Pool) -> dict[str, Json]:
         self.draw.restore_pool(pool)
@@ -268,10 +254,16 @@ class DrawBook(ClaimSteps):
         seats: list[tuple[str, str]],
         actor: Actor,
         at: dt.datetime,
+        *,
+        early: int | None = None,
     ) -> tuple[list[Entry], list[Pool]]:
         """Seat the leaders and freeze every round's pool from the entry pool's tickets
-        (tombola -> card -> tickets); returns the entries and the pools to archive."""
+        (tombola -> card -> tickets); returns the entries and the pools to archive.
+        Before the bin's scheduled close only with `early`, an approved early-close request."""
         out: list[Entry] = []
+        if at < self.plan.bin_closes and not self.closed_early and early is not None:
+            out.append(self._entry(Kind.EXCEPTION, self._early_close(early, at), actor, at))
+        self.check_close_time(at)
         for board, card in seats:
             if card not in self.draw.seats:
                 out.append(self._entry(Kind.SEAT, self._seat(card, board), actor, at))
@@ -283,11 +275,6 @@ class DrawBook(ClaimSteps):
                 out.append(self._entry(Kind.POOL, pool_payload(pool), actor, at))
                 pools.append(pool)
         return out, pools
-
-    def exclude(self, card: str, note: str, actor: Actor, at: dt.datetime) -> list[Entry]:
-        if card in self.draw.excluded:
-            return []
-        return [self._entry(Kind.EXCLUSION, self._exclude(card, note), actor, at)]
 
     def round_drawn(self, number: int) -> bool:
         return any(self.draw.round(t, number).picks for t in self.plan.round(number).winners)
@@ -370,11 +357,6 @@ class DrawBook(ClaimSteps):
         if action == "issue_letter":
             out.append(self._entry(Kind.LETTER, self._letter(claim_id), actor, at))
         return out
-
-    def register_proxy(
-        self, card: str, proxy_id: str, name: str, actor: Actor, at: dt.datetime
-    ) -> list[Entry]:
-        return [self._entry(Kind.PROXY, self._proxy(card, proxy_id, name, actor, at), actor, at)]
 
     def load_prizes(
         self, key: RoundKey, prizes: tuple[Prize, ...], actor: Actor, at: dt.datetime

@@ -216,7 +216,30 @@ def draw_report(records: Sequence[AuditRecord], draw_id: str) -> DrawReport:
                 f"{when}: {payload['claim']} card {payload['card']} {payload['to']}"
             )
         elif rec.kind == Kind.EXCEPTION:
-            report.exceptions.append(f"{when}: {payload.get('note', '')}")
+            report.exceptions.append(f"{when}: {payload.get('note', '')}{_names(payload)}")
+        elif rec.kind in (Kind.REQUEST, Kind.APPROVAL) or "approved_by" in payload:
+            report.exceptions.append(f"{when}: {_four_eyes(rec)}")
         elif rec.kind in (Kind.OVERRIDE, Kind.EXCLUSION, Kind.SEAT):
             report.overrides.append(f"{when}: {rec.kind} {canonical_json(payload).decode()}")
     return report
+
+
+def _names(payload: Mapping[str, Any]) -> str:
+    if "approved_by" not in payload:
+        return ""
+    return f"; requested by {payload['requested_by']}, approved by {payload['approved_by']}"
+
+
+def _four_eyes(rec: AuditRecord) -> str:
+    """A report line of a four-eyes step: its request, its decision or the change made."""
+    payload = rec.payload
+    if rec.kind == Kind.REQUEST:
+        about = f" card {payload['card']}" if "card" in payload else ""
+        return f"request {payload['request']}: {payload['change']}{about}: {payload['reason']}"
+    if rec.kind == Kind.APPROVAL:
+        return f"request {payload['request']} ({payload['change']}) {payload['decision']}"
+    if rec.kind == Kind.EXCLUSION:
+        what = f"card {payload['card']} excluded after the freeze: {payload['note']}"
+    else:
+        what = f"proxy {payload['proxy_id']} registered for card {payload['card']} after the freeze"
+    return f"{what} (request {payload['request']}){_names(payload)}"

@@ -13,7 +13,7 @@ from bonusd.draws.fairness import Pool
 from bonusd.draws.rounds import DrawError, RoundKey
 from bonusd.promotions.schema import Draw as DrawSpec
 from bonusd.promotions.schema import Promotion
-from bonusd.promotions.timing import prize_letters_lapse_at, round_instants
+from bonusd.promotions.timing import bin_closes_at, prize_letters_lapse_at, round_instants
 
 SCHEDULER = Actor("scheduler", ClaimRole.SYSTEM)
 
@@ -59,6 +59,7 @@ class DrawPlan:
     proxy_cutoff: dt.timedelta
     letters_lapse: dt.datetime
     per_board: int
+    bin_closes: dt.datetime  # the entry bin's scheduled close: no pool freezes before it
 
     @classmethod
     def of(cls, promotion: Promotion, draw: DrawSpec) -> DrawPlan:
@@ -85,6 +86,7 @@ class DrawPlan:
             proxy_cutoff=dt.timedelta(minutes=promotion.claims.proxy_cutoff_minutes),
             letters_lapse=prize_letters_lapse_at(promotion, draw),
             per_board=draw.seats.per_board if draw.seats else 1,
+            bin_closes=bin_closes_at(promotion, draw),
         )
 
     def round(self, number: int) -> RoundPlan:

@@ -30,6 +30,7 @@ from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock
 from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, subject_of
+from bonusd.draws.changerunner import ChangeCommands
 from bonusd.draws.claims import Actor, ClaimError, Prize
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource
@@ -48,7 +49,7 @@ logger = logging.getLogger(__name__)
 Command = Callable[[DrawBook], list[Entry]]
 
 
-class DrawRunner(LedgerRunner[DrawBook]):
+class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
     """Runs the site's draws: every change is one atomic commit of ledger, chain and index."""
 
     kind = "draw"
@@ -194,22 +195,29 @@ class DrawRunner(LedgerRunner[DrawBook]):
         actor: Actor = SCHEDULER,
         *,
         due: dt.datetime | None = None,
+        early: int | None = None,
     ) -> list[AuditRecord]:
         """Freeze the entry pool (once), seat the leaders and freeze every round's pool;
-        refused before the bin's scheduled close (`bin_may_close`)."""
-        await self.bin_may_close(promotion_id, draw_id, due)
+        refused before the bin's scheduled close (`bin_may_close`) unless `early` names an
+        approved early-close request."""
+        if early is None:  # an approved early close cut short is finished
+            async with self._lock(subject_of(promotion_id, draw_id)):
+                book = await self._load(promotion_id, draw_id, writing=True)
+            early = book.approvals.waiting_close()
+        if early is None:
+            await self.bin_may_close(promotion_id, draw_id, due)
         await self.commit_seeds(promotion_id, draw_id)
         book = await self.book(promotion_id, draw_id)
         if all(book.draw.round(*k).pool is not None for k in book.plan.keys):
             return []
-        now = self.clock.now()
+        now = self.clock.now() if due is None else max(self.clock.now(), due)
         entry_pool = await self.promotions.freeze_pool(promotion_id, draw_id, now)
         entries = {t.value: entry_pool.entries(t) for t, _ in entry_pool.tombolas}
         seats = await self.promotions.seats(promotion_id, draw_id)
         pools: list[Pool] = []
 
         def command(current: DrawBook) -> list[Entry]:
-            out, frozen = current.close_bin(entries, seats, actor, now)
+            out, frozen = current.close_bin(entries, seats, actor, now, early=early)
             pools[:] = frozen
             return out
 
@@ -241,7 +249,7 @@ class DrawRunner(LedgerRunner[DrawBook]):
                 await self.step(promotion_id, draw_id, self._exclusions(cards))
 
     def _exclusions(self, cards: list[str]) -> Command:
-        now, note = self.clock.now(), "excluded after the pool froze"
+        now, note = self.clock.now(), "excluded in the member file after the pool froze"
         return lambda b: [e for c in cards for e in b.exclude(c, note, SCHEDULER, now)]
 
     async def run_round(
@@ -306,14 +314,6 @@ class DrawRunner(LedgerRunner[DrawBook]):
 
         return await self._with_exclusions(promotion_id, draw_id, command, extra=index)
 
-    async def register_proxy(
-        self, promotion_id: str, draw_id: str, card: str, *, proxy_id: str, name: str, actor: Actor
-    ) -> list[AuditRecord]:
-        now = self.clock.now()
-        return await self.step(
-            promotion_id, draw_id, lambda b: b.register_proxy(card, proxy_id, name, actor, now)
-        )
-
     async def load_prizes(
         self,
         promotion_id: str,
@@ -327,12 +327,6 @@ class DrawRunner(LedgerRunner[DrawBook]):
         return await self.step(
             promotion_id, draw_id, lambda b: b.load_prizes(key, prizes, actor, now)
         )
-
-    async def exclude(
-        self, promotion_id: str, draw_id: str, card: str, note: str, actor: Actor
-    ) -> list[AuditRecord]:
-        now = self.clock.now()
-        return await self.step(promotion_id, draw_id, lambda b: b.exclude(card, note, actor, now))
 
     async def run_due(self, promotion_id: str, draw_id: str) -> int:
         """Act on every expired claim timer of the draw (no-shows, lapsed letters)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -15,12 +16,10 @@ from bonusd.infra.keys import Keys
 from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.store import PromotionStore
-from tests.draws.helpers import (
-    GH,
-    HW,
-    Site,
-    seeds,
-)
+from bonusd.service.root import Service
+from bonusd.settings import Settings
+from tests.browser.helpers import promotions_folder
+from tests.draws.helpers import CLOSES, GH, HW, PID, HttpDesk, Site, seeds
 from tests.seal_helpers import SEAL
 
 
@@ -46,3 +45,23 @@ async def small(site: str, redis_url: str) -> AsyncIterator[Site]:
     await s.entry_pool(HW, {Tombola.POOLED: {f"C{n:02d}": 1 + n % 4 for n in range(20)}})
     yield s
     await r.aclose()
+
+
+@pytest.fixture
+def gh_settings(settings: Settings, tmp_path: Path, site: str) -> Settings:
+    return settings.model_copy(update={"promotions": promotions_folder(tmp_path, site, PID)})
+
+
+@pytest.fixture
+async def desk(gh_settings: Settings, redis_url: str) -> AsyncIterator[HttpDesk]:
+    clock = ManualClock(CLOSES - dt.timedelta(minutes=8))  # the report: 8 minutes early
+    r = aioredis.Redis.from_url(redis_url)
+    async with Service(gh_settings, clock=clock) as service:
+        d = HttpDesk(service, clock, r)
+        await d.issue()
+        await service.draws.commit_seeds(PID, HW)  # activation opened at 08:00
+        try:
+            yield d
+        finally:
+            await d.http.aclose()
+            await r.aclose()

@@ -10,12 +10,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from bonusd.access.auth import Role
 from bonusd.audit.chain import AuditRecord, Kind
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
+from bonusd.draws.approvals import ChangeKind, Decision
 from bonusd.draws.claims import (
     Actor,
     ClaimError,
@@ -29,6 +32,8 @@ from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
 from bonusd.promotions.store import PromotionStore
 from bonusd.registry.records import Member, Tier
+from bonusd.service.root import Service
+from tests.redis_snapshot import snapshot
 from tests.seal_helpers import SEAL
 
 GH = Path(__file__).parents[2] / "promotions" / "golden-horse-mega-points-chase.toml"
@@ -38,6 +43,7 @@ PID = "golden-horse-mega-points-chase"
 
 
 HW = "halfway"
+CLOSES = dt.datetime(2026, 11, 7, 19, tzinfo=dt.timezone(dt.timedelta(hours=2)))  # halfway bin
 
 
 HALFWAY = f"{PID}.{HW}"
@@ -47,6 +53,21 @@ CREW = Actor("thandi", ClaimRole.CREW)
 
 
 DESK = Actor("desk-1", ClaimRole.DESK)
+
+
+SUPERVISOR = Actor("desk-2", ClaimRole.DESK)  # the second pair of eyes
+
+
+async def exclude_approved(
+    runner: DrawRunner, draw: str, card: str, reason: str, *, promotion: str = PID
+) -> list[AuditRecord]:
+    """An exclusion after the freeze: requested by DESK, approved by SUPERVISOR; returns
+    the approval's records (approval, exclusion)."""
+    asked = await runner.request_change(
+        promotion, draw, ChangeKind.EXCLUSION, reason, DESK, card=card
+    )
+    number = int(asked[-1].payload["request"])
+    return await runner.decide(promotion, draw, number, Decision.APPROVED, SUPERVISOR)
 
 
 POOLED1 = ("pooled", 1)
@@ -161,3 +182,54 @@ async def a_draw_from_commitment_to_letter(desk: tuple[DrawRunner, ManualClock])
     book2 = await d.book(PID, "halfway")
     assert len(book2.claims) == 9
     assert [c.card for c in book2.claims.values()][:5] == [c.card for c in book.claims.values()][:5]
+
+
+class HttpDesk:
+    """The application of a daemon whose scheduler is not running, called in process,
+    with a token of every role."""
+
+    def __init__(self, service: Service, clock: ManualClock, redis: aioredis.Redis) -> None:
+        self.service, self.clock, self.redis = service, clock, redis
+        self.http = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=service.app), base_url="http://bonusd"
+        )
+        self.tokens: dict[Role, str] = {}
+
+    async def issue(self) -> None:
+        for role in Role:
+            issued = await self.service.tokens.issue(
+                role=role,
+                name=f"{role} one",
+                area="main" if role is Role.SIGNAGE else "",
+                now=self.clock.now(),
+                valid_for=dt.timedelta(days=60),
+            )
+            self.tokens[role] = issued.token
+        second = await self.service.tokens.issue(
+            role=Role.DESK, name="desk two", area="", now=self.clock.now(),
+            valid_for=dt.timedelta(days=60),
+        )  # fmt: skip
+        self.second_desk = second.token
+
+    async def entry_pool(self, members: int = 20) -> None:
+        """Members C00..C19 holding 1..20 tickets, as the frozen entry pool."""
+        counts = {Tombola.POOLED: {f"C{i:02}": i + 1 for i in range(members)}}
+        pool = EntryPool.freeze(
+            promotion_id=PID, draw_id=HW, closed_at=self.clock.now(), counts=counts, seated=[]
+        )
+        keys = self.service.keys
+        await self.redis.set(keys.pool(PID, HW), pool.canonical())
+        await self.redis.set(keys.seats(PID, HW), "[]")
+
+    async def post_as(self, token: str, path: str, body: object = None) -> httpx.Response:
+        return await self.http.post(path, json=body, headers={"Authorization": f"Bearer {token}"})
+
+    async def post(self, role: Role, path: str, body: object = None) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.tokens[role]}"}
+        return await self.http.post(path, json=body, headers=headers)
+
+    async def get(self, role: Role, path: str) -> httpx.Response:
+        return await self.http.get(path, headers={"Authorization": f"Bearer {self.tokens[role]}"})
+
+    async def keyspace(self) -> dict[bytes, tuple[bytes | None, bool]]:
+        return await snapshot(self.redis, self.service.keys.base)

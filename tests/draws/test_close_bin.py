@@ -11,84 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import httpx
 import pytest
-import redis.asyncio as aioredis
 
 from bonusd.access.auth import Role
 from bonusd.audit.chain import Kind
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.book import BinOpenError
 from bonusd.promotions import Action, TimedAction
-from bonusd.service.root import Service
 from bonusd.settings import Settings
-from tests.browser.helpers import GH, at, promotions_folder, wait_for
+from tests.browser.helpers import GH, wait_for
 from tests.daemon_helpers import running
-from tests.redis_snapshot import differences, snapshot
+from tests.draws.helpers import CLOSES, HttpDesk
+from tests.redis_snapshot import differences
 
 HALFWAY = f"{GH}.halfway"
 BASE = f"/promotions/{GH}/draws/halfway"
-CLOSES = at(11, 7, 19)  # the halfway bin closes with its first round, 19:00 on 07 Nov
 CLOSES_TEXT = "2026-11-07T19:00:00+02:00"
 
 
-@pytest.fixture
-def gh_settings(settings: Settings, tmp_path: Path, site: str) -> Settings:
-    return settings.model_copy(update={"promotions": promotions_folder(tmp_path, site, GH)})
-
-
-class Desk:
-    """The application of a daemon whose scheduler is not running, called in process,
-    with a token of every role."""
-
-    def __init__(self, service: Service, clock: ManualClock, redis: aioredis.Redis) -> None:
-        self.service, self.clock, self.redis = service, clock, redis
-        self.http = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=service.app), base_url="http://bonusd"
-        )
-        self.tokens: dict[Role, str] = {}
-
-    async def issue(self) -> None:
-        for role in Role:
-            issued = await self.service.tokens.issue(
-                role=role,
-                name=f"{role} one",
-                area="main" if role is Role.SIGNAGE else "",
-                now=self.clock.now(),
-                valid_for=dt.timedelta(days=60),
-            )
-            self.tokens[role] = issued.token
-
-    async def post(self, role: Role, path: str, body: object = None) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self.tokens[role]}"}
-        return await self.http.post(path, json=body, headers=headers)
-
-    async def get(self, role: Role, path: str) -> httpx.Response:
-        return await self.http.get(path, headers={"Authorization": f"Bearer {self.tokens[role]}"})
-
-    async def keyspace(self) -> dict[bytes, tuple[bytes | None, bool]]:
-        return await snapshot(self.redis, self.service.keys.base)
-
-
-@pytest.fixture
-async def desk(gh_settings: Settings, redis_url: str) -> AsyncIterator[Desk]:
-    clock = ManualClock(CLOSES - dt.timedelta(minutes=8))  # the report: 8 minutes early
-    r = aioredis.Redis.from_url(redis_url)
-    async with Service(gh_settings, clock=clock) as service:
-        d = Desk(service, clock, r)
-        await d.issue()
-        await service.draws.commit_seeds(GH, "halfway")  # activation opened at 08:00
-        try:
-            yield d
-        finally:
-            await d.http.aclose()
-            await r.aclose()
-
-
-async def test_the_desk_cannot_close_a_bin_before_its_scheduled_close(desk: Desk) -> None:
+async def test_the_desk_cannot_close_a_bin_before_its_scheduled_close(desk: HttpDesk) -> None:
     before = await desk.keyspace()
     for path, body in ((f"{BASE}/close-bin", None), (f"{BASE}/run", {"round": 1})):
         r = await desk.post(Role.DESK, path, body)
@@ -108,7 +50,7 @@ async def test_the_desk_cannot_close_a_bin_before_its_scheduled_close(desk: Desk
     assert halfway["pool_sha256"] is None
 
 
-async def test_the_desk_closes_a_bin_at_its_time_in_its_own_name(desk: Desk) -> None:
+async def test_the_desk_closes_a_bin_at_its_time_in_its_own_name(desk: HttpDesk) -> None:
     desk.clock.set(CLOSES)
     r = await desk.post(Role.DESK, f"{BASE}/close-bin")
     assert r.status_code == 200, r.text
@@ -128,7 +70,7 @@ async def test_the_desk_closes_a_bin_at_its_time_in_its_own_name(desk: Desk) -> 
     assert csv.status_code == 200 and rounds[0]["pool_commitment"] in csv.text
 
 
-async def test_only_the_desk_closes_a_bin(desk: Desk) -> None:
+async def test_only_the_desk_closes_a_bin(desk: HttpDesk) -> None:
     desk.clock.set(CLOSES + dt.timedelta(minutes=5))
     before = await desk.keyspace()
     for role in (Role.CREW, Role.KIOSK, Role.SIGNAGE):
@@ -140,7 +82,7 @@ async def test_only_the_desk_closes_a_bin(desk: Desk) -> None:
     assert differences(before, await desk.keyspace()) == []
 
 
-async def test_a_ticket_list_read_before_the_close_writes_nothing(desk: Desk) -> None:
+async def test_a_ticket_list_read_before_the_close_writes_nothing(desk: HttpDesk) -> None:
     before = await desk.keyspace()
     for path, status, words in (
         (f"{BASE}/tickets/pooled/1.csv", 409, f"closes at {CLOSES_TEXT}"),
@@ -160,7 +102,7 @@ async def test_a_ticket_list_read_before_the_close_writes_nothing(desk: Desk) ->
     assert differences(before, await desk.keyspace()) == []
 
 
-async def test_the_schedulers_close_is_not_refused_by_an_early_wake(desk: Desk) -> None:
+async def test_the_schedulers_close_is_not_refused_by_an_early_wake(desk: HttpDesk) -> None:
     """A wall clock can wake its sleeper a hair before the instant; the scheduler's action
     is judged at the instant it was scheduled for, never refused as early."""
     desk.clock.set(CLOSES - dt.timedelta(milliseconds=3))

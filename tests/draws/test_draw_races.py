@@ -23,6 +23,7 @@ import redis.asyncio as aioredis
 from bonusd.audit.chain import AuditRecord, Entry, Kind
 from bonusd.audit.store import AuditStore, Extra
 from bonusd.clocks.clock import ManualClock
+from bonusd.draws.approvals import ChangeKind
 from bonusd.draws.claims import Actor, ClaimRole
 from bonusd.draws.ledger import ATTEMPTS
 from bonusd.draws.runner import DrawRunner
@@ -32,7 +33,7 @@ from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.store import PromotionStore
 from bonusd.raps.runner import RapsRunner
-from tests.draws.helpers import GH, HW, PID, Site, of_kind, seeds
+from tests.draws.helpers import GH, HW, PID, Site, exclude_approved, of_kind, seeds
 from tests.raps import helpers as raps
 from tests.seal_helpers import SEAL
 
@@ -177,8 +178,8 @@ async def test_a_page_read_never_builds_on_a_step_that_was_not_committed(s: Site
         return True
 
     hooked(s).on_commit = leader_draws_then_page_reads
-    excluded = await s.desk.exclude(PID, HW, "C07", "self-excluded at the desk", DESK)
-    assert [r.kind for r in excluded] == [Kind.EXCLUSION]  # decided again, then committed
+    excluded = await exclude_approved(s.desk, HW, "C07", "self-excluded at the desk")
+    assert [r.kind for r in excluded] == [Kind.APPROVAL, Kind.EXCLUSION]  # decided again
     read = await reads[0]
     assert len(read.claims) == 5 and "C07" in read.draw.excluded
     assert read.version == len(await s.ledger())
@@ -222,7 +223,10 @@ async def test_a_draw_that_keeps_changing_is_refused_with_a_conflict(s: Site) ->
 
     async def other_changes_it(entries: Sequence[Entry]) -> bool:
         cut_ins.append(len(cut_ins))
-        await other.exclude(PID, HW, f"X{len(cut_ins)}", "excluded at the desk", DESK)
+        reason = "excluded at the desk"
+        await other.request_change(
+            PID, HW, ChangeKind.EXCLUSION, reason, DESK, card=f"X{len(cut_ins)}"
+        )
         return True
 
     hooked(s).on_commit, hooked(s).keep = other_changes_it, True
@@ -354,7 +358,7 @@ async def test_raps_claim_timer_losing_to_the_desk_is_not_an_error(rs: raps.Site
     async def desk_reselects(entries: Sequence[Entry]) -> bool:
         if not any(e.payload.get("action") == "reselect" for e in entries):
             return False
-        await other.act(raps.PID, raps.SID, 1, "reselect", DESK)
+        await other.act(raps.PID, raps.SID, 1, "reselect", DESK, reason="not presented")
         return True
 
     assert isinstance(rs.desk.audit, HookedAudit)

@@ -45,6 +45,7 @@ from tests.draws.helpers import (
     POOLED1,
     Site,
     a_draw_from_commitment_to_letter,
+    exclude_approved,
     of_kind,
     seeds,
 )
@@ -106,7 +107,7 @@ async def rewrite(
     match: Callable[[AuditRecord], bool],
     change: Callable[[dict[str, Json]], None],
 ) -> int:
-    """Change the payload of the first matching record of a Redis list in place (the hash is
+    """ChangeKind the payload of the first matching record of a Redis list in place (the hash is
     left as it was, as a tamperer without the chain would); returns the record's seq."""
     rows = cast(list[str], await s.redis.lrange(key, 0, -1))
     for i, row in enumerate(rows):
@@ -160,8 +161,8 @@ async def final_site(s: Site) -> None:
         Tombola.TABLES: {**TABLES, "LEAD-T": 9},
     }
     await s.entry_pool("final", counts, [("slots", "LEAD-S"), ("tables", "LEAD-T")])
+    s.clock.set(s.at("final", 20))  # the bin's scheduled close
     await s.desk.close_bin(PID, "final")
-    s.clock.set(s.at("final", 20))
 
 
 def tickets_of(lines: list[str]) -> dict[str, list[int]]:
@@ -226,7 +227,7 @@ async def test_final_manual_tombolas_with_seats(small: Site) -> None:
     await refused("slots", owners["BOTH"][1], "belongs to card BOTH, already picked in slots")
     await refused("tables", table_owners["BOTH"][0], "belongs to card BOTH, already picked")
     # excluded by the desk after the pool froze
-    await d.exclude(PID, "final", "S03", "self-excluded", DESK)
+    await exclude_approved(d, "final", "S03", "self-excluded at the desk")
     length = await s.ledger_len(f"{PID}.final")
     for number in owners["S03"]:
         await refused("slots", number, "belongs to card S03, who is excluded")
@@ -505,7 +506,10 @@ async def test_a_member_excluded_after_the_freeze_is_passed_over(small: Site) ->
     assert picks[0].payload["passed_over"][0]["reason"] == SkipReason.EXCLUDED
     ledger = await s.ledger()
     (excl,) = of_kind(ledger, Kind.EXCLUSION)
-    assert excl.payload["card"] == first and excl.payload["note"] == "excluded after the pool froze"
+    assert (
+        excl.payload["card"] == first
+        and excl.payload["note"] == "excluded in the member file after the pool froze"
+    )
     assert ledger.index(excl) < ledger.index(of_kind(ledger, Kind.PICK)[0])
     book = await d.book(PID, HW)
     assert first in book.draw.excluded
