@@ -23,7 +23,7 @@ from bonusd.cli.text import safe, safe_lines
 from bonusd.draws.evidence import draw_report, evidence
 from bonusd.draws.fairness import Pool
 from bonusd.draws.poolfile import parse_pool
-from bonusd.errors import NotFoundError
+from bonusd.errors import AuditFormatError, NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import redis_client
 from bonusd.promotions import Promotion, load_promotion, load_promotions
@@ -67,20 +67,36 @@ async def live_floors(settings: Settings, records: list[AuditRecord]) -> Floors:
         await redis.aclose()
 
 
-async def live(settings: Settings) -> tuple[list[AuditRecord], dict[str, Pool]]:
+Loaded = tuple[list[AuditRecord], dict[str, Pool], list[str]]
+"""The audit records, the pool files read, and one line per pool file that could not be."""
+
+
+def _read_pool(raw: bytes, where: str, pools: dict[str, Pool], bad: list[str]) -> None:
+    """Add the pool file `raw` to `pools`, or say where it is and what is wrong in `bad`:
+    one bad file never stops the others being read."""
+    try:
+        pool = parse_pool(raw)
+    except AuditFormatError as exc:
+        bad.append(f"{where}: {exc}")
+        return
+    pools[pool.commitment] = pool
+
+
+async def live(settings: Settings) -> Loaded:
     """The site's audit records and every archived pool file they name."""
     redis = redis_client(settings)
     keys = Keys(settings.key_prefix, settings.site)
     try:
         records = await AuditStore(redis, keys).records()
         pools: dict[str, Pool] = {}
+        bad: list[str] = []
         for rec in records:
             if rec.kind == Kind.POOL:
-                commitment = rec.payload["pool_commitment"]
-                raw = await redis.get(keys.poolfile(commitment))
+                name = keys.poolfile(rec.payload["pool_commitment"])
+                raw = await redis.get(name)
                 if raw is not None:
-                    pools[commitment] = parse_pool(cast(str, raw).encode())
-        return records, pools
+                    _read_pool(cast(str, raw).encode(), f"pool file {name}", pools, bad)
+        return records, pools, bad
     finally:
         await redis.aclose()
 
@@ -93,14 +109,14 @@ def offline_floors(pools_dir: Path | None) -> Floors:
     }
 
 
-def offline(export: Path, pools_dir: Path | None) -> tuple[list[AuditRecord], dict[str, Pool]]:
+def offline(export: Path, pools_dir: Path | None) -> Loaded:
     records = from_jsonl(export.read_text(encoding="utf-8"))
     pools: dict[str, Pool] = {}
+    bad: list[str] = []
     if pools_dir is not None:
         for path in sorted(pools_dir.glob(f"*{POOL_SUFFIX}")):
-            pool = parse_pool(path.read_bytes())
-            pools[pool.commitment] = pool
-    return records, pools
+            _read_pool(path.read_bytes(), f"pool file {path}", pools, bad)
+    return records, pools, bad
 
 
 def write_pools(pools: dict[str, Pool], folder: Path, floors: Floors | None = None) -> int:
@@ -147,6 +163,17 @@ def check_floors(
     return lines
 
 
+def unrecorded(records: list[AuditRecord], draw_id: str, pools: Mapping[str, Pool]) -> list[str]:
+    """A pool file of `draw_id` that no pool record names: altered after the freeze, or
+    not this site's."""
+    named = {r.payload.get("pool_commitment") for r in records if r.kind == Kind.POOL}
+    return [
+        f"a pool file of {draw_id} {p.tombola} round {p.round_no} (hash {c}) matches no pool record"
+        for c, p in pools.items()
+        if p.draw_id == draw_id and c not in named
+    ]
+
+
 def subject(records: list[AuditRecord], ref: str) -> str:
     """The audit id of a draw or jackpot: as given, or the one id ending in `.ref`."""
     ids = {str(r.payload.get("draw_id")) for r in records if "draw_id" in r.payload}
@@ -178,9 +205,7 @@ PromotionOpt = Annotated[
 
 
 def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> None:
-    def load(
-        export: Path | None, pools_dir: Path | None
-    ) -> tuple[list[AuditRecord], dict[str, Pool]]:
+    def load(export: Path | None, pools_dir: Path | None) -> Loaded:
         if export is not None:
             return offline(export, pools_dir)
         return asyncio.run(live(settings()))
@@ -195,10 +220,13 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
         """Recompute every pick of a draw from its revealed seeds and frozen pools and
         confirm every winner, or say where it differs (exit 1). For a RAPS jackpot, also
         recompute each pool from its archived floor snapshot."""
-        records, pools = load(export, pools_dir)
+        records, pools, bad = load(export, pools_dir)
         draw_id = subject(records, draw)
         chain = verify_chain(records)
         typer.echo(safe(f"audit chain: {chain}"))
+        bad += unrecorded(records, draw_id, pools)
+        for line in bad:  # named, and every other file still verified
+            typer.echo(safe(f"FAILED: {line}"))
         results = evidence(records, draw_id, pools).verify()
         if not results:
             typer.echo(safe(f"draw {draw_id}: no picks recorded yet"))
@@ -214,7 +242,7 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
             terms = _promotion(draw_id, promotion, settings)
             floor_lines = check_floors(records, draw_id, pools, floors, terms)
             typer.echo("\n".join(map(safe, floor_lines)))
-        failed = any("FAILED" in line for line in floor_lines)
+        failed = bool(bad) or any("FAILED" in line for line in floor_lines)
         if not chain.ok or not results or not all(v.ok for v in results.values()) or failed:
             raise typer.Exit(1)
 
@@ -226,6 +254,6 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
     ) -> None:
         """Print the draw report: commitments, picks in draw order with call time and
         claim outcome, exceptions and overrides."""
-        records, _ = load(export, pools_dir)
+        records, _, _ = load(export, pools_dir)
         # an export read from a file is anyone's text: shown, never obeyed, by the terminal
         typer.echo(safe_lines(draw_report(records, subject(records, draw)).render()), nl=False)

@@ -308,7 +308,9 @@ def audit_export(
 ) -> None:
     """Write the site's audit trail as JSON Lines, one canonical record a line."""
     settings = _settings()
-    records, pool_files = asyncio.run(live(settings))
+    records, pool_files, bad = asyncio.run(live(settings))
+    for line in bad:  # kept in Redis as it is; the auditor's verify-draw reports its round
+        typer.echo(safe(f"WARNING: not exported, unreadable: {line}"), err=True)
     if str(file) == "-":  # exact bytes into a pipe; on a terminal, its escapes made visible
         text = to_jsonl(records)
         typer.echo(safe_lines(text) if sys.stdout.isatty() else text, nl=False)

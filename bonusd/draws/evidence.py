@@ -12,6 +12,7 @@ from bonusd.audit.chain import AuditRecord, ChainCheck, Json, Kind, canonical_js
 from bonusd.draws.claims import Transition
 from bonusd.draws.fairness import PassedOver, Pick, Pool, SkipReason
 from bonusd.draws.rounds import ManualPick, RoundKey, RoundRecord, verify_draw
+from bonusd.draws.trailcheck import TrailProblem, check_trail
 from bonusd.draws.verify import Mismatch, Verification
 
 
@@ -88,6 +89,7 @@ class Evidence:
     excluded: set[str] = field(default_factory=set)
     manual: dict[RoundKey, list[ManualPick]] = field(default_factory=dict)
     missing: dict[RoundKey, str] = field(default_factory=dict)  # rounds that cannot be checked
+    trail: list[TrailProblem] = field(default_factory=list)  # section 11 of docs/fairness.md
 
     def verify(self) -> dict[RoundKey, Verification]:
         """`verify_draw`, with a failed verification for each round lacking evidence."""
@@ -95,6 +97,10 @@ class Evidence:
         result = verify_draw(*ev, seated=self.seated, excluded=self.excluded, manual=self.manual)
         for key, why in self.missing.items():
             result[key] = Verification(0, (Mismatch("evidence", None, "seed and pool", why),))
+        for problem in self.trail:
+            had = result.get(problem.key, Verification(0, ()))
+            found = Mismatch("trail", None, problem.problem, str(problem.seq), str(problem))
+            result[problem.key] = Verification(had.picks_checked, (*had.mismatches, found))
         return result
 
 
@@ -128,6 +134,7 @@ def evidence(records: Sequence[AuditRecord], draw_id: str, pools: Mapping[str, P
             commits = (round_facts.get("seed_commitment", ""), round_facts["pool_commitment"])
             seed = bytes.fromhex(round_facts["seed"])
             ev.rounds.append(RoundRecord(pool, seed, *commits, tuple(round_facts["picks"])))
+    ev.trail = check_trail(records, draw_id, pools)
     return ev
 
 

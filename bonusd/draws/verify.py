@@ -15,12 +15,15 @@ from bonusd.draws.types import ALREADY, EXCLUDED, SEATED, ManualPick, RoundKey
 class Mismatch:
     """One place where a record differs from the recomputation."""
 
-    what: str  # "seed", "pool", "pick" or "pass-over"
+    what: str  # "seed", "pool", "pick", "pass-over", "evidence" or "trail"
     pick: int | None
     expected: str
     recorded: str
+    text: str = ""  # a trail problem says itself (`bonusd.draws.trailcheck`)
 
     def __str__(self) -> str:
+        if self.text:
+            return self.text
         where = f"pick {self.pick}" if self.pick is not None else self.what
         return f"{where}: expected {self.expected}, recorded {self.recorded}"
 

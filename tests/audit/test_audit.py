@@ -162,6 +162,10 @@ def run_draw() -> tuple[DrawRounds, AuditLog, dict[str, Pool]]:
         picks = d.draw("main", r)
         for pick in picks:
             rec(Kind.PICK, pick_payload(pool, pick))
+        reveals = d.reveals("main", r, [Prize("R1,000", 100_000)] * 6)
+        prize_rows = [["R1,000", 100_000]] * 6
+        facts = {"prizes": prize_rows, "reveals_commitment": reveals.commitment}
+        rec(Kind.PRIZES, {"draw_id": d.draw_id, "tombola": "main", "round": r} | facts)
         while picks:
             pick = picks.pop(0)
             announced = T0 + dt.timedelta(seconds=next(tick))
@@ -169,6 +173,9 @@ def run_draw() -> tuple[DrawRounds, AuditLog, dict[str, Pool]]:
                 len(log.records), draw_id=d.draw_id, card=pick.card, announced_at=announced,
                 actor=Actor("system", ClaimRole.SYSTEM), draw_at=T0,
             )  # fmt: skip
+            where = {"tombola": "main", "round": str(r), "pick": str(pick.number)}
+            created = dataclasses.replace(claim.history[0], detail=where)
+            rec(Kind.CLAIM, claim_payload(d.draw_id, pick.card, created))
             if r == 1 and pick.number == 2:
                 move = claim.no_show(CREW, announced + dt.timedelta(seconds=91))
                 rec(Kind.CLAIM, claim_payload(d.draw_id, pick.card, move), "thandi")
@@ -177,7 +184,6 @@ def run_draw() -> tuple[DrawRounds, AuditLog, dict[str, Pool]]:
                 picks.append(alternate)
                 continue
             later = [announced + dt.timedelta(seconds=s) for s in (30, 40, 50, 60)]
-            reveals = d.reveals("main", r, [Prize("R1,000", 100_000)] * 6)
             moves = [
                 claim.present(CREW, later[0]),
                 claim.verify(CREW, later[1], id_ok=True, receipt_ok=True),
@@ -212,9 +218,11 @@ def test_the_auditor_detects_a_swapped_winner_and_a_doctored_pool_file() -> None
     records[i] = dataclasses.replace(records[i], payload=records[i].payload | {"card": other})
     assert verify_chain(records).broken_at == i + 1  # the chain shows the edit...
     result = evidence(records, "gh-halfway", pools).verify()
-    (bad,) = result[("main", 1)].mismatches  # ...and so does the recomputation
+    bad, *trail = result[("main", 1)].mismatches  # ...and so does the recomputation
     assert (bad.what, bad.pick) == ("pick", 1)
     assert other in bad.recorded
+    assert [m.what for m in trail] == ["trail"]  # and the claim no longer matches its pick
+    assert "is not the card of main round 1 pick 1" in str(trail[0])
     commitment, pool = next(iter(pools.items()))
     entries = dict(zip(pool.cards, pool.tickets.tolist(), strict=True)) | {"M000": 40}
     doctored = {commitment: Pool.freeze(pool.draw_id, pool.tombola, entries, round_no=1)}

@@ -611,8 +611,9 @@ async def test_verify_names_the_pick_whose_winner_was_swapped(small: Site) -> No
     assert chain.startswith(f"chain broken at record {seq}")
     result = verified[POOLED1]
     assert not result.ok and result.picks_checked == 2
-    (problem,) = result.mismatches
+    problem, *trail = result.mismatches
     assert (problem.what, problem.pick) == ("pick", 3)
+    assert [m.what for m in trail] == ["trail"]  # its claim names the card drawn
     assert problem.recorded.endswith(f"card {fourth}")
     assert str(result).startswith("pick 3:")
     await rewrite(s, s.desk.audit.ledger_key(HALFWAY), third, swap)
