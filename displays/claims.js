@@ -1,6 +1,7 @@
 // claims.js — claim actions as the crew and desk pages post them: for each action the
 // claim's HTTP endpoint (docs/draws.md; bonusd/api/draws.py, bonusd/api/jackpots.py), the
-// button's words, and what it needs asked first. Shared by crew.js and desk.js.
+// button's words, and what it needs asked first (a RAPS reselection: its reason). Shared
+// by crew.js and desk.js.
 
 import { api, path } from './api.js';
 
@@ -18,12 +19,12 @@ const RAPS = {
   crew_arrived: ['at-device', 'At device', ''],
   verify_at_device: ['verified-at-device', 'Verified at device', ''],
   not_at_device: ['not-at-device', 'Not at device', ''],
-  not_owner: ['not-owner', 'Not the card owner', ''],
+  not_owner: ['not-owner', 'Not the card owner', 'reason'],
   announce: ['announce', 'Announce (90 s)', ''],
   present: ['present', 'Presented', ''],
   verify: ['verify', 'Verified', ''],
   declined_register: ['declined-register', 'Declined register', ''],
-  reselect: ['reselect', 'Reselect', ''],
+  reselect: ['reselect', 'Reselect', 'reason'],
 };
 // the actions a crew member may take; the desk's are the rest
 export const CREW_ACTIONS = new Set([

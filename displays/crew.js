@@ -1,6 +1,7 @@
 // crew.js — the crew handheld, live from /ws/crew (docs/push.md): open alerts by urgency
 // (the daemon orders them), each with the name to ask for, where to go, the claim timer,
-// the PA text and a big button per action the claim's state allows now. An action posts
+// the PA text, for a RAPS jackpot the reselections left (and the wait until the next is
+// allowed), and a big button per action the claim's state allows now. An action posts
 // to the claim's endpoint with the crew token and the page shows the result or the
 // server's refusal. A new alert vibrates and beeps where the browser allows it.
 //
@@ -64,11 +65,14 @@ function createCard(a) {
     card: h('span', { class: 'card' }),
     where: h('p', { class: 'where' }),
     state: h('p', { class: 'state' }),
+    reselectLeft: h('span', { class: 'left' }),
+    reselectWait: h('span', { class: 'wait' }),
     pa: h('p', { class: 'pa' }),
     inputs: h('div', { class: 'inputs' }),
     actions: h('div', { class: 'actions' }),
     result: h('p', { class: 'result', role: 'status' }),
   };
+  parts.reselect = h('p', { class: 'reselect' }, parts.reselectLeft, parts.reselectWait);
   const root = h(
     'li',
     { class: `alert ${a.kind === 'raps' ? 'raps' : 'draw'}`, dataset: { claim: String(a.claim), subject: a.subject } },
@@ -77,6 +81,7 @@ function createCard(a) {
     parts.card,
     parts.where,
     parts.state,
+    parts.reselect,
     parts.pa,
     parts.inputs,
     parts.actions,
@@ -107,6 +112,7 @@ function updateCard(entry, a) {
   setText(parts.card, `card ${a.card}`);
   setText(parts.where, where(a));
   setText(parts.state, `State: ${stateLabel(a.state)}${a.deadline ? ` · claim time ends ${hhmm(a.deadline)}` : ''}`);
+  showReselections(parts, a.kind === 'raps' ? a.reselections : null);
   setText(parts.pa, '');
   if (a.announcement) parts.pa.append(h('b', { text: 'PA announcement' }), a.announcement);
   show(parts.pa, Boolean(a.announcement));
@@ -116,6 +122,27 @@ function updateCard(entry, a) {
     entry.actionsKey = actionsKey;
     buildActions(entry, a, actions);
   }
+}
+
+/** A RAPS jackpot's crew reselections: how many are left, and the wait for the next. */
+function showReselections(parts, r) {
+  show(parts.reselect, Boolean(r));
+  if (!r) return;
+  const none = r.left === 0;
+  parts.reselect.classList.toggle('none-left', none);
+  setText(parts.reselectLeft, none
+    ? 'No reselections left: only the desk can approve another'
+    : `Reselections left: ${r.left} of ${r.allowed}`);
+  if (none || !r.from) delete parts.reselectWait.dataset.reselectFrom;
+  else parts.reselectWait.dataset.reselectFrom = r.from;
+  tickWait(parts.reselectWait);
+}
+
+/** " · next allowed in 0:42" while the spacing after the selection runs, then nothing. */
+function tickWait(el) {
+  const from = el.dataset.reselectFrom;
+  const ms = from ? clock.left(from) : 0;
+  setText(el, ms > 0 ? ` · next allowed in ${countdown(ms)}` : '');
 }
 
 function buildActions(entry, a, actions) {
@@ -134,6 +161,9 @@ function buildActions(entry, a, actions) {
   if (asks.has('reveal')) {
     inputs.push(h('label', {}, 'Reveal no.', h('input', { type: 'number', name: 'reveal', min: 1, inputmode: 'numeric' })));
   }
+  if (kind === 'raps' && asks.has('reason')) {
+    inputs.push(h('label', { class: 'reason' }, 'Reason', h('input', { type: 'text', name: 'reason', maxlength: 200, placeholder: 'why reselect (kept in the audit)', autocomplete: 'off' })));
+  }
   fill(parts.inputs, inputs);
   show(parts.inputs, inputs.length > 0);
   const negative = new Set(['no_show', 'not_at_device', 'not_owner', 'reselect']);
@@ -149,7 +179,7 @@ function buildActions(entry, a, actions) {
 
 function bodyFor(entry, a, d) {
   const field = (name) => entry.parts.inputs.querySelector(`[name=${name}]`);
-  if (a.kind === 'raps') return undefined;
+  if (a.kind === 'raps') return d.ask === 'reason' ? { reason: field('reason')?.value.trim() || '' } : undefined;
   if (d.ask === 'proxy') {
     const proxy = field('proxy_id');
     return proxy && proxy.value.trim() ? { proxy_id: proxy.value.trim() } : undefined;
@@ -166,11 +196,17 @@ function bodyFor(entry, a, d) {
 
 async function act(entry, a, d, button) {
   const { result } = entry.parts;
+  const body = bodyFor(entry, a, d);
+  if (body && body.reason === '') {
+    result.className = 'result refused';
+    setText(result, `${d.label}: write the reason first`);
+    entry.parts.inputs.querySelector('[name=reason]')?.focus();
+    return;
+  }
   for (const b of entry.parts.actions.querySelectorAll('button')) b.disabled = true;
   setText(result, `${d.label}…`);
   result.className = 'result';
   const endpoint = a.endpoints && a.endpoints[d.name];
-  const body = bodyFor(entry, a, d);
   const r = endpoint
     ? await postTo(endpoint, body, a.claim)
     : await postAction(a.kind === 'raps' ? 'raps' : 'draw', a.subject, a.claim, d.name, body);
@@ -248,6 +284,7 @@ function tick() {
   for (const el of document.querySelectorAll('[data-deadline]')) {
     setText(el, countdown(clock.left(el.dataset.deadline)));
   }
+  for (const el of document.querySelectorAll('[data-reselect-from]')) tickWait(el);
 }
 
 async function onToken(token) {

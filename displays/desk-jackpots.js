@@ -1,6 +1,8 @@
 // desk-jackpots.js — the Jackpots tab: each promotion's RAPS sessions; one session's
-// jackpots (run one now, verify it), its claims with the desk's actions (announce, declined
-// register, reselect) and the decline register (sign a member in before the session starts).
+// jackpots (run one now, verify it, the crew's reselections and, once they are used up,
+// approving one more with a reason), its claims with the desk's actions (announce, declined
+// register, reselect with a reason) and the decline register (sign a member in before the
+// session starts).
 
 import { api, path } from './api.js';
 import { describeAction, postAction } from './claims.js';
@@ -70,6 +72,20 @@ export function initJackpots(ctx) {
       await openSession(promotion, session, resultLine(result, okText));
       return null;
     };
+    // the crew's reselections of a jackpot; once used up, the desk may approve one more
+    const reselections = (j) => {
+      const count = `${j.reselections} of ${j.reselections_allowed}`;
+      if (j.reselections < j.reselections_allowed) return count;
+      return h('div', {}, count, inlineForm(
+        [{ name: 'reason', label: 'Reason', size: 24 }],
+        'Approve one more',
+        async (v) => after(
+          await api(path(...base, j.number, 'reselections', 'approve'), { method: 'POST', body: { reason: v.reason } }),
+          `Jackpot ${j.number}: one more crew reselection approved.`,
+        ),
+        { name: `approve-reselection-${j.number}` },
+      ));
+    };
     return h(
       'div',
       { class: 'panel', id: 'session-panel', dataset: { subject: s.session } },
@@ -83,6 +99,7 @@ export function initJackpots(ctx) {
           { label: 'At', cell: (j) => dayTime(j.at) },
           { label: 'Id', cell: (j) => h('code', { text: j.id }) },
           { label: 'Attempt', num: true, cell: (j) => String(j.attempt) },
+          { label: 'Crew reselections', cell: (j) => reselections(j) },
           {
             label: '',
             cell: (j) => h(
@@ -117,11 +134,15 @@ export function initJackpots(ctx) {
           { label: 'Claim time', cell: (c) => (c.deadline ? timer(c.deadline, ctx.clock) : '') },
           {
             label: 'Desk',
-            cell: (c) => h('div', { class: 'actions' }, (DESK_RAPS[c.state] || []).map((action) =>
-              button(describeAction('raps', action).label, async () => {
-                const res = await postAction('raps', s.session, c.claim, action);
-                await after(res, `Claim ${c.claim}: ${res.state || 'done'}.`);
-              }))),
+            cell: (c) => h('div', { class: 'actions' }, (DESK_RAPS[c.state] || []).map((action) => {
+              const { label, ask } = describeAction('raps', action);
+              const done = async (res) => after(res, `Claim ${c.claim}: ${res.state || 'done'}.`);
+              if (ask === 'reason') {
+                return inlineForm([{ name: 'reason', label: 'Reason', size: 24 }], label, async (v) =>
+                  done(await postAction('raps', s.session, c.claim, action, { reason: v.reason })), { name: `${action}-${c.claim}` });
+              }
+              return button(label, async () => done(await postAction('raps', s.session, c.claim, action)));
+            })),
           },
         ],
         s.claims,

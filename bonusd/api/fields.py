@@ -1,5 +1,6 @@
 """The fields a request may carry, each with its bounds, spelled once: a card number, a
-person's name, a note, an ID document number, a tombola, a pool hash. Free text passes
+person's name, a note, a reason (a note that must say something), an ID document number,
+a tombola, a pool hash. Free text passes
 `bonusd.registry.text.plain_text`: no control, line-separator or text-direction
 character reaches an audit record, a screen or a prize letter."""
 
@@ -18,6 +19,20 @@ PersonName = Annotated[
 ]
 Note = Annotated[
     str, Field(max_length=200, description="Why, in a few words"), AfterValidator(plain_text)
+]
+
+
+def _says_something(value: str) -> str:
+    if not value.strip():
+        raise ValueError("write the reason in a few words; it may not be blank")
+    return value
+
+
+Reason = Annotated[
+    str,
+    Field(min_length=1, max_length=200, description="Why, in the person's own words"),
+    AfterValidator(plain_text),
+    AfterValidator(_says_something),
 ]
 DocumentNumber = Annotated[
     str,

@@ -1,6 +1,8 @@
 """HTTP routes of RAPS jackpots: a promotion's sessions, run one now, read a session,
-every claim action, the decline register, a jackpot's verification and its eligibility
-report. Thin: rules in `bonusd.raps.book`, the Redis side in `bonusd.raps.runner`."""
+every claim action (a reselection with its reason), the desk's approval of one more crew
+reselection, the decline register, a jackpot's verification and its eligibility report.
+Thin: rules in `bonusd.raps.book` and `bonusd.raps.reselection`, the Redis side in
+`bonusd.raps.runner`."""
 
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ from pydantic import BaseModel
 from bonusd.access.auth import Principal, Role
 from bonusd.api.context import Ctx, Desk, require
 from bonusd.api.draws import CLAIM, ID, actor, verified
-from bonusd.api.fields import Card
+from bonusd.api.fields import Card, Reason
 from bonusd.api.models import Deadline, IsoTime, deadline_of
 from bonusd.errors import NotFoundError
 from bonusd.raps.book import RapsBook
 from bonusd.raps.claim import RapsClaimState
+from bonusd.raps.reselection import REASONED
 from bonusd.raps.rules import IneligibleReason
 
 NUMBER = Path(ge=1, le=1000)
@@ -42,11 +45,19 @@ class DeclineIn(BaseModel):
     card: Card
 
 
+class ReasonIn(BaseModel):
+    """Why: a card not its holder's, a reselection, or the desk's approval of one more."""
+
+    reason: Reason
+
+
 class JackpotOut(BaseModel):
     number: int
     id: str  # the jackpot's reference in the audit trail: <promotion>.<session>.j<number>
     at: IsoTime  # its scheduled instant
-    attempt: int  # 0 until it runs; one more for every reselection's new pool
+    attempt: int  # 0 until it runs; one more for every empty pool's retry
+    reselections: int  # the crew's reselections so far (docs/draws.md, "Bounded reselection")
+    reselections_allowed: int  # the series' max_reselections and one per desk approval
 
 
 class RapsClaimOut(Deadline):
@@ -123,7 +134,14 @@ def session_out(book: RapsBook, now: dt.datetime) -> SessionOut:
     return SessionOut(
         session=book.subject,
         jackpots=[
-            JackpotOut(number=n, id=j.jackpot_id, at=j.at, attempt=j.attempt)
+            JackpotOut(
+                number=n,
+                id=j.jackpot_id,
+                at=j.at,
+                attempt=j.attempt,
+                reselections=j.reselections.made,
+                reselections_allowed=j.reselections.allowed,
+            )
             for n, j in sorted(book.jackpots.items())
         ],
         declined=sorted(book.register.signed),
@@ -160,6 +178,23 @@ async def decline(
 ) -> SessionOut:
     """Sign a member into the session's decline register (until the session starts)."""
     await ctx.jackpots.sign_decline(promotion, session, body.card, actor(principal))
+    return session_out(await ctx.jackpots.book(promotion, session), ctx.clock.now())
+
+
+@router.post(f"{BASE}/{{number}}/reselections/approve")
+async def approve_reselection(
+    ctx: Ctx,
+    promotion: Annotated[str, ID],
+    session: Annotated[str, ID],
+    number: Annotated[int, NUMBER],
+    principal: Desk,
+    *,
+    body: ReasonIn,
+) -> SessionOut:
+    """Grant the crew one more reselection of jackpot `number`, once its allowance
+    (`max_reselections`) is used up; recorded with the desk member's name and reason."""
+    who = actor(principal)
+    await ctx.jackpots.approve_reselection(promotion, session, number, who, body.reason)
     return session_out(await ctx.jackpots.book(promotion, session), ctx.clock.now())
 
 
@@ -243,9 +278,26 @@ def _claim_route(action: str, segment: str, roles: tuple[Role, ...]) -> None:
         await ctx.jackpots.act(promotion, session, claim, action, actor(principal))
         return session_out(await ctx.jackpots.book(promotion, session), ctx.clock.now())
 
-    raps_action.__name__ = f"raps_{action}"
+    async def raps_reselection(
+        ctx: Ctx,
+        promotion: Annotated[str, ID],
+        session: Annotated[str, ID],
+        claim: Annotated[int, CLAIM],
+        principal: Principal = allowed,
+        *,
+        body: ReasonIn,
+    ) -> SessionOut:
+        """A reselection of the jackpot, with its reason. The crew's are bounded: at most
+        the series' `max_reselections` (more with the desk's approval), each at least
+        `reselect_spacing_s` after the selection was announced to the crew (409 otherwise)."""
+        who = actor(principal)
+        await ctx.jackpots.act(promotion, session, claim, action, who, reason=body.reason)
+        return session_out(await ctx.jackpots.book(promotion, session), ctx.clock.now())
+
+    route = raps_reselection if action in REASONED else raps_action
+    route.__name__ = f"raps_{action}"
     summary = f"RAPS claim: {action.replace('_', ' ')}"
-    router.post(f"{BASE}/claims/{{claim}}/{segment}", tags=["claims"], summary=summary)(raps_action)
+    router.post(f"{BASE}/claims/{{claim}}/{segment}", tags=["claims"], summary=summary)(route)
 
 
 for _action, (_segment, _roles) in RAPS_ACTIONS.items():

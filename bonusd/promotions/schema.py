@@ -272,6 +272,11 @@ class JackpotSpec(_Model):
     decline_register: StrictBool = True
     prize_set: Slug | None = None
     empty_pool: EmptyPoolRule = Field(default_factory=EmptyPoolRule)
+    # the crew's reselections of one jackpot (docs/draws.md, "Bounded reselection"): at most
+    # this many without the desk's approval, each at least this long after the selection
+    # before it was announced to the crew (the site clock), so someone walked to the device
+    max_reselections: Annotated[Count, Field(le=100)] = 3
+    reselect_spacing_s: Annotated[Count, Field(le=DAY_S)] = 30  # DOMAIN.md: 30 s
 
 
 class JackpotSeries(JackpotSpec):

@@ -1,5 +1,6 @@
 """The crew's view of the site: every open claim as an alert, by urgency, with where to
-find the winner, the actions its state allows now and what to say over the PA. Pure.
+find the winner, the actions its state allows now, what to say over the PA and, for a
+RAPS jackpot, the crew's reselections left and when the next is allowed. Pure.
 
 Computed from the same `views.Inputs` as the public views, but nothing is masked here:
 the crew needs the name to ask for. The words of the PA come from
@@ -21,6 +22,7 @@ from bonusd.promotions import JackpotSession, Promotion
 from bonusd.push.views import OUTCOMES, Inputs, View, draw_claims
 from bonusd.raps.book import RapsBook
 from bonusd.raps.plan import JackpotState
+from bonusd.raps.reselection import REASONED
 from bonusd.raps.rules import RapsClaim
 
 CREW_SECTIONS = ("alerts", "recent")
@@ -165,6 +167,10 @@ def _raps_alert(
         elif state == "announced":
             endpoints.pop("reselect", None)  # a signed member still wins
     since, changed, deadline = claim.history[0].at, claim.history[-1].at, claim.deadline_now()
+    allowance = st.reselections
+    if allowance.refusal(since, inp.now):  # too soon after the selection, or none left
+        for action in REASONED:
+            endpoints.pop(action, None)
     row = {
         "subject": book.subject,
         "claim": cid,
@@ -185,6 +191,11 @@ def _raps_alert(
         "seat": seat,
         "actions": list(endpoints),
         "endpoints": endpoints,
+        "reselections": {
+            "left": allowance.remaining,
+            "allowed": allowance.allowed,
+            "from": inp.iso(allowance.next_at(since)),
+        },
         "announcement": _raps_pa(promotion, st, claim, name),
         "outcome": "won" if claim.won else ("reselected" if state == "reselected" else None),
     }

@@ -4,9 +4,11 @@ A session's ledger (subject `promotion.session`) holds every record of its jackp
 seed commitments, the decline register, each jackpot's pool (one ticket per eligible card,
 with the counts per reason the others were left out and the SHA-256 of the archived
 eligibility report), picks, reselections (`REDRAW`, the next pick of the same stream),
-claim moves, empty-pool exceptions and seed reveals. Jackpot `n` is `{subject}.j{n}`,
-the `draw_id` of its records, in tombola `raps`; a retry after an empty pool freezes a
-new pool with round = attempt number, under the same committed seed.
+claim moves (a reselection names its reason; the crew's are bounded: `reselection`), the
+desk's approvals of one more crew reselection (`override`), empty-pool exceptions and
+seed reveals. Jackpot `n` is `{subject}.j{n}`, the `draw_id` of its records, in tombola
+`raps`; a retry after an empty pool freezes a new pool with round = attempt number, under
+the same committed seed.
 
 As in `drawbook`, `apply` redoes the step of each record and raises `LedgerError` when it
 does not give the recorded payload. Commands return the `Entry`s to commit. Pure.
@@ -24,11 +26,11 @@ from bonusd.audit.chain import AuditRecord, Entry, Json, Kind, utc_text
 from bonusd.draws import evidence
 from bonusd.draws.book import SCHEDULER, LedgerError, PoolFiles, actor_text, parse_actor, parse_time
 from bonusd.draws.claims import Actor, ClaimError
-from bonusd.draws.evidence import round_ref
 from bonusd.draws.fairness import Pool, commit_seed
 from bonusd.errors import BonusdError
-from bonusd.promotions.kinds import EmptyPoolAction
+from bonusd.raps import outcomes
 from bonusd.raps.plan import Due, JackpotState, SessionPlan, jackpot_number
+from bonusd.raps.reselection import APPROVED, Reselections, claim_move
 from bonusd.raps.rules import (
     RAPS_TOMBOLA,
     DeclineRegister,
@@ -41,7 +43,6 @@ from bonusd.raps.snapshot import FloorSnapshot, Judgement, instant_ms, judge
 
 Floors = Callable[[str, int], FloorSnapshot]
 """(jackpot id, attempt) -> the archived floor snapshot it was judged from."""
-SIMPLE_MOVES = frozenset(RapsClaim.RULES) - {"declined_register", "reselect"}  # no register
 
 
 class RapsBook:
@@ -53,8 +54,10 @@ class RapsBook:
         self.register = DeclineRegister(
             plan.subject, opens_at=plan.register_opens, starts_at=plan.starts_at
         )
+        ids = {n: f"{plan.subject}.j{n}" for n in range(1, len(plan.times) + 1)}
         self.jackpots = {
-            n: JackpotState(n, at, f"{plan.subject}.j{n}") for n, at in enumerate(plan.times, 1)
+            n: JackpotState(n, at, ids[n], Reselections.of(ids[n], plan.session))
+            for n, at in enumerate(plan.times, 1)
         }
         self.claims: dict[int, RapsClaim] = {}
         self.claim_jackpot: dict[int, int] = {}
@@ -99,7 +102,10 @@ class RapsBook:
         if kind is Kind.CLAIM and payload["action"] == "created":
             return self._create(number, payload["card"], actor, at)
         if kind is Kind.CLAIM:
-            return self._move(int(payload["claim"].split()[-1]), payload["action"], actor, at)
+            cid, reason = int(payload["claim"].split()[-1]), payload["detail"].get("reason")
+            return self._move(cid, payload["action"], actor, at, reason)
+        if kind is Kind.OVERRIDE and payload.get("event") == APPROVED:
+            return self._approve(number, actor, at, payload["reason"])
         if kind is Kind.EXCEPTION and payload.get("event") == "empty_pool":
             return self._empty(number, at)
         if kind is Kind.EXCEPTION and payload.get("event") == "seed_refused":
@@ -193,37 +199,28 @@ class RapsBook:
         detail |= {"pick": str(len(st.jackpot.picks)), "prizes": str(st.prizes)}
         return evidence.claim_payload(st.jackpot_id, card, replace(claim.history[0], detail=detail))
 
-    def _move(self, claim_id: int, action: str, actor: Actor, at: dt.datetime) -> dict[str, Json]:
+    def _move(
+        self, claim_id: int, action: str, actor: Actor, at: dt.datetime, reason: str | None
+    ) -> dict[str, Json]:
+        """`reason`: a reselection's (None: a record from before reasons were required)."""
         claim = self.claim(claim_id)
-        if action in SIMPLE_MOVES:
-            move = getattr(claim, action)(actor, at)
-        elif action in ("declined_register", "reselect"):
-            move = getattr(claim, action)(actor, at, self.register)
-        else:
-            known = ", ".join(sorted(RapsClaim.RULES))
-            raise ClaimError(f"{claim.subject}: there is no action {action!r} (one of {known})")
+        allowance = self.jackpots[self.claim_jackpot[claim_id]].reselections
+        move = claim_move(
+            claim, action, actor, at, register=self.register, allowance=allowance, reason=reason
+        )
         return evidence.claim_payload(claim.jackpot_id, claim.card, move)
 
+    def _approve(self, number: int, actor: Actor, at: dt.datetime, reason: str) -> dict[str, Json]:
+        """The desk grants the crew one more reselection of jackpot `number`'s open claim."""
+        st = self.jackpot(number)
+        if not st.claims or self.settled(number):
+            raise RapsError(f"jackpot {st.jackpot_id} has no open claim to reselect")
+        return st.reselections.approve(actor, at, reason)
+
     def _empty(self, number: int, at: dt.datetime) -> dict[str, Json]:
-        """Nobody eligible: retry later, then skip or carry the prize to the next jackpot."""
         st, _, pool = self._live(number)
-        if pool.members:
-            raise RapsError(f"jackpot {st.jackpot_id}: its pool is not empty")
-        out = round_ref(st.jackpot_id, RAPS_TOMBOLA, st.attempt) | {"event": "empty_pool"}
-        rule = self.plan.session.empty_pool
-        tries = f"attempt {st.attempt} of {rule.retries + 1}"
-        note = f"jackpot {st.jackpot_id}: nobody eligible at {utc_text(at)} ({tries})"
-        if st.attempt <= rule.retries:
-            st.retry_at = at + dt.timedelta(seconds=rule.retry_seconds)
-            return out | {"retry_at": utc_text(st.retry_at), "note": f"{note}; retrying"}
         later = [j for j in self.jackpots.values() if j.number > number and j.attempt == 0]
-        if rule.then is EmptyPoolAction.CARRY_OVER and later:
-            st.outcome = "carried_over"
-            later[0].prizes += st.prizes
-            note += f"; {st.prizes} prize(s) carried over to {later[0].jackpot_id}"
-            return out | {"then": "carry_over", "carried_to": later[0].jackpot_id, "note": note}
-        st.outcome = "skipped"
-        return out | {"then": "skip", "note": f"{note}; the jackpot is not awarded"}
+        return outcomes.empty_pool(st, pool, self.plan.session.empty_pool, later, at)
 
     def _exclude(self, number: int, card: str, note: str) -> dict[str, Json]:
         """A member excluded since the pool froze: passed over by every later pick."""
@@ -236,19 +233,10 @@ class RapsBook:
 
     def _nobody_left(self, number: int) -> dict[str, Json]:
         st, jackpot, _ = self._live(number)
-        if not jackpot.exhausted:
-            raise RapsError(f"jackpot {st.jackpot_id}: players are left to reselect")
-        st.outcome = "nobody_left"
-        note = f"jackpot {st.jackpot_id}: every eligible player was selected or excluded"
-        out = {"event": "nobody_left", "note": note}
-        return round_ref(st.jackpot_id, RAPS_TOMBOLA, st.attempt) | out
+        return outcomes.nobody_left(st, jackpot)
 
     def _missed(self, number: int, note: str) -> dict[str, Json]:
-        st = self.jackpot(number)
-        if st.attempt:
-            raise RapsError(f"jackpot {st.jackpot_id} has run: it was not missed")
-        st.exceptions.append({"event": "missed"})
-        return round_ref(st.jackpot_id, RAPS_TOMBOLA, 0) | {"event": "missed", "note": note}
+        return outcomes.missed(self.jackpot(number), note)
 
     def _reveal(self, number: int) -> dict[str, Json]:
         st = self.jackpot(number)
@@ -304,6 +292,12 @@ class RapsBook:
     def sign_decline(self, card: str, actor: Actor, at: dt.datetime) -> list[Entry]:
         return [self._entry(Kind.DECLINE, self._decline(card, actor, at), actor, at)]
 
+    def approve_reselection(
+        self, number: int, actor: Actor, at: dt.datetime, reason: str
+    ) -> list[Entry]:
+        """The desk's approval of one more crew reselection of jackpot `number`."""
+        return [self._entry(Kind.OVERRIDE, self._approve(number, actor, at, reason), actor, at)]
+
     def selectable(self, number: int, at: dt.datetime) -> bool:
         """The jackpot is to run now: its first attempt, or a retry that is due."""
         st = self.jackpot(number)
@@ -342,13 +336,16 @@ class RapsBook:
         created = self._create(number, pick.payload["card"], actor, at)
         return [pick, self._entry(Kind.CLAIM, created, actor, at)]
 
-    def act(self, claim_id: int, action: str, actor: Actor, at: dt.datetime) -> list[Entry]:
-        """One claim action; a card not its holder's, or a reselection, alerts the crew to
-        the next pick of the jackpot's stream (or records that nobody is left)."""
-        out = [self._entry(Kind.CLAIM, self._move(claim_id, action, actor, at), actor, at)]
+    def act(
+        self, claim_id: int, action: str, actor: Actor, at: dt.datetime, reason: str = ""
+    ) -> list[Entry]:
+        """One claim action; a card not its holder's, or a reselection (with its `reason`),
+        alerts the crew to the next pick of the jackpot's stream (or records that nobody
+        is left)."""
+        out = [self._entry(Kind.CLAIM, self._move(claim_id, action, actor, at, reason), actor, at)]
         claim, number = self.claims[claim_id], self.claim_jackpot[claim_id]
         if claim.state is RapsClaimState.NOT_OWNER:
-            move = self._move(claim_id, "reselect", actor, at)
+            move = self._move(claim_id, "reselect", actor, at, reason)
             out.append(self._entry(Kind.CLAIM, move, actor, at))
         if claim.state is RapsClaimState.RESELECTED:
             _, jackpot, _ = self._live(number)

@@ -136,9 +136,22 @@ class RapsClaim(Machine):
     def not_at_device(self, actor: Actor, at: dt.datetime) -> Transition:
         return self._move("not_at_device", actor, at)
 
-    def not_owner(self, actor: Actor, at: dt.datetime) -> Transition:
+    def check(self, action: str, actor: Actor, at: dt.datetime, register: DeclineRegister) -> None:
+        """Raise the `ClaimError` that `action` by `actor` at `at` would meet (its state,
+        role, time or the decline register), if any; nothing is changed."""
+        self._check(action, actor, at)
+        if action == "reselect":
+            self._not_registered(register)
+
+    def _not_registered(self, register: DeclineRegister) -> None:
+        if self.state is _R.ANNOUNCED and register.has_declined(self.card):
+            raise RegisterError(
+                f"{self.subject}: card {self.card} signed the decline register; it still wins"
+            )
+
+    def not_owner(self, actor: Actor, at: dt.datetime, *, reason: str = "") -> Transition:
         """The player found is not the owner of the selected card: reselect next."""
-        return self._move("not_owner", actor, at)
+        return self._move("not_owner", actor, at, **({"reason": reason} if reason else {}))
 
     def announce(self, actor: Actor, at: dt.datetime) -> Transition:
         """The PA announcement; the claim time starts now."""
@@ -163,14 +176,13 @@ class RapsClaim(Machine):
             raise RegisterError(f"{self.subject}: card {self.card} is not in the decline register")
         return self._move("declined_register", actor, at)
 
-    def reselect(self, actor: Actor, at: dt.datetime, register: DeclineRegister) -> Transition:
-        """Pass the jackpot to the next pick: once the claim time is up, unless registered."""
-        self._check("reselect", actor, at)
-        if self.state is _R.ANNOUNCED and register.has_declined(self.card):
-            raise RegisterError(
-                f"{self.subject}: card {self.card} signed the decline register; it still wins"
-            )
-        return self._move("reselect", actor, at)
+    def reselect(
+        self, actor: Actor, at: dt.datetime, register: DeclineRegister, **detail: str
+    ) -> Transition:
+        """Pass the jackpot to the next pick: once the claim time is up, unless registered
+        (`detail`: the reason, and for the crew's, its count; `bonusd.raps.reselection`)."""
+        self.check("reselect", actor, at, register)
+        return self._move("reselect", actor, at, **detail)
 
     def timers(self) -> list[Timer]:
         if self.state is _R.ANNOUNCED and self.deadline is not None:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 from bonusd.audit.chain import Json
 from bonusd.promotions.schedule import jackpot_times
 from bonusd.promotions.schema import JackpotSession, Promotion
+from bonusd.raps.reselection import Reselections
 from bonusd.raps.rules import Jackpot, RapsError, RapsRules
 from bonusd.raps.snapshot import FloorSnapshot
 
@@ -62,11 +63,13 @@ class SessionPlan:
 
 @dataclass
 class JackpotState:
-    """One jackpot of the session: its seed, current attempt's pool and picks, outcome."""
+    """One jackpot of the session: its seed, current attempt's pool and picks, the crew's
+    reselections, outcome."""
 
     number: int
     at: dt.datetime
     jackpot_id: str
+    reselections: Reselections  # the crew's, counted and spaced
     seed: bytes | None = None
     jackpot: Jackpot | None = None  # the current attempt's pool and stream
     attempt: int = 0

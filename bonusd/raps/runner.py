@@ -292,23 +292,38 @@ class RapsRunner(LedgerRunner[RapsBook]):
         return await self.step(promotion_id, session_id, lambda b: b.missed(number, late, now))
 
     async def act(
-        self, promotion_id: str, session_id: str, claim_id: int, action: str, actor: Actor
+        self,
+        promotion_id: str,
+        session_id: str,
+        claim_id: int,
+        action: str,
+        actor: Actor,
+        *,
+        reason: str = "",
     ) -> list[AuditRecord]:
-        """A claim action by the crew or the desk (or the scheduler on a timer). A
-        reselected winner excluded since the pool froze is recorded as excluded and passed
-        over, and the reselection is made again."""
+        """A claim action by the crew or the desk (or the scheduler on a timer); `reason`:
+        a reselection's (`bonusd.raps.reselection`). A reselected winner excluded since the
+        pool froze is recorded as excluded and passed over, and the reselection made again."""
         now = self.clock.now()
         while True:
             try:
                 return await self.step(
                     promotion_id,
                     session_id,
-                    lambda b: b.act(claim_id, action, actor, now),
+                    lambda b: b.act(claim_id, action, actor, now, reason),
                     check=self._refuse_excluded,
                 )
             except ExcludedSincePool as exc:
                 found = [(p["draw_id"], p["card"]) for p in exc.picks]
                 await self.step(promotion_id, session_id, self._exclusions(found, now))
+
+    async def approve_reselection(
+        self, promotion_id: str, session_id: str, number: int, actor: Actor, reason: str
+    ) -> list[AuditRecord]:
+        """The desk grants the crew one more reselection of jackpot `number`."""
+        now = self.clock.now()
+        command: Command = lambda b: b.approve_reselection(number, actor, now, reason)  # noqa: E731
+        return await self.step(promotion_id, session_id, command)
 
     @staticmethod
     def _exclusions(found: list[tuple[str, str]], now: dt.datetime) -> Command:

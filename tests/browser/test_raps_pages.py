@@ -117,11 +117,25 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         await crew.click("#login button[type=submit]")
         await expect(crew.locator("#live")).to_have_text("live")
 
-        # -- 14:30 jackpot #1: the crew finds the winner at the device ------------------------
+        # -- 14:30 jackpot #1: the card is not the player's; the reselected winner is found --
         clock.set(at(14, 30, 1))
         alert = crew.locator("#alerts > li.raps")
         await expect(alert).to_have_count(1)
+        reselections = alert.locator(".reselect")
+        await expect(reselections).to_contain_text("Reselections left: 3 of 3")
+        await expect(reselections).to_contain_text("next allowed in")
+        await alert.locator("button[data-action=crew_arrived]").click()
+        await expect(alert.locator("button[data-action=not_owner]")).to_have_count(0)
+        clock.set(at(14, 31, 1))  # a minute after the selection reached the crew
+        not_owner = alert.locator("button[data-action=not_owner]")
+        await not_owner.click()
+        await expect(alert.locator(".result")).to_contain_text("write the reason first")
+        await alert.locator("input[name=reason]").fill("the card is her husband's")
+        await not_owner.click()
+        await expect(alert).to_have_attribute("data-claim", "2")
+        await expect(reselections).to_contain_text("Reselections left: 2 of 3")
         s = await session(d)
+        assert s["jackpots"][0]["reselections"] == 1  # type: ignore[index]
         claim = s["claims"][-1]  # type: ignore[index]
         names = {card: name for card, name, *_ in MEMBERS}
         await expect(alert).to_contain_text(f"Ask for {names[claim['card']]}")
@@ -175,6 +189,9 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         await expect(
             desk.locator("#session-panel tbody tr", has_text="verified at device")
         ).to_have_count(1)
+        rows = desk.locator("#session-panel tbody tr", has_text=f"{FESTA}.{SESSION}.j1")
+        first_jackpot = rows.first  # j1, then j10 to j14
+        await expect(first_jackpot).to_contain_text("1 of 3")  # the crew's reselections
         await shot(desk, "desk-jackpots")
         # the PA texts of the session: both jackpots' winners by full name, oldest first
         said = (await d.get(f"{SESSION_URL}/announcements"))["announcements"]

@@ -419,7 +419,7 @@ async def test_the_daemon_texts_announces_and_prints(
     gh_settings: Settings, provider: Provider, redis_url: str
 ) -> None:
     gh = load_promotion(PROJECT / "promotions" / f"{GH}.toml")
-    clock = ManualClock(dt.datetime.combine(gh.draw("halfway").date, dt.time(12), gh.zone))
+    clock = ManualClock(dt.datetime.combine(gh.draw("halfway").date, dt.time(19), gh.zone))
     r = aioredis.Redis.from_url(redis_url, decode_responses=True)
     keys = Keys("bonusd", gh_settings.site)
     counts = {Tombola.POOLED: {c: 1 + n % 4 for n, c in enumerate(CARDS)}}

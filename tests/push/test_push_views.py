@@ -122,9 +122,12 @@ def test_raps_alerts_follow_the_crew_at_the_device() -> None:
     assert first["actions"] == ["crew_arrived"] and first["seat"] == 3
     assert (first["device"], first["bank"], first["area"]) == ("RT-0", "pit 1", "main")
     assert first["announcement"] is None  # the crew goes to the device first, no PA yet
-    t = JACKPOT_AT + dt.timedelta(seconds=30)
+    t = JACKPOT_AT + dt.timedelta(seconds=15)
     book.act(1, "crew_arrived", CREW, t)
-    assert alert(t)["actions"] == ["verify_at_device", "not_at_device", "not_owner"]
+    assert alert(t)["actions"] == ["verify_at_device", "not_at_device"]  # too soon to reselect
+    minute = JACKPOT_AT + dt.timedelta(seconds=30)  # the series' reselect_spacing_s
+    assert alert(t)["reselections"] == {"left": 3, "allowed": 3, "from": minute.isoformat()}
+    assert alert(minute)["actions"] == ["verify_at_device", "not_at_device", "not_owner"]
     book.act(1, "not_at_device", CREW, t)
     assert alert(t)["actions"] == ["announce"]
     book.act(1, "announce", CREW, t)

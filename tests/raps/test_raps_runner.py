@@ -96,9 +96,11 @@ async def test_absent_winner_is_reselected_from_the_same_stream(s: Site) -> None
     assert [picks[0].card, picks[1].card] == [book.claims[1].card, second.card]
     ledger = await s.desk.audit.ledger(f"{PID}.{SID}")
     assert [r.kind for r in ledger][-3:] == ["claim", "redraw", "claim"]
-    # the next winner hands over a card that is not theirs: reselect again at once
+    # the next winner hands over a card that is not theirs: reselect again at once (a
+    # minute after the selection was announced to the crew: the series' spacing)
+    s.clock.advance(60)
     await s.desk.act(PID, SID, 2, "crew_arrived", CREW)
-    records = await s.desk.act(PID, SID, 2, "not_owner", CREW)
+    records = await s.desk.act(PID, SID, 2, "not_owner", CREW, reason="her husband's card")
     assert kinds(records) == ["claim", "claim", "redraw", "claim"]
     book = await s.desk.book(PID, SID)
     assert book.claims[3].card == pick_sequence(pool, seed, 3)[2].card

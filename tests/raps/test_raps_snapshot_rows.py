@@ -32,7 +32,7 @@ async def test_a_member_excluded_after_the_freeze_is_passed_over_on_reselection(
     await store(s).import_members([Member(card=stream[1], name="N", tier=Tier("Q"), excluded=True)])
     s.clock.advance(60)
     await s.desk.act(PID, SID, 1, "crew_arrived", CREW)
-    records = await s.desk.act(PID, SID, 1, "not_owner", CREW)
+    records = await s.desk.act(PID, SID, 1, "not_owner", CREW, reason="not the card's holder")
     assert kinds(records) == ["claim", "claim", "redraw", "claim"]
     redraw = records[2].payload
     assert redraw["card"] == stream[2]
