@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     retention_token_days: int = Field(default=90, ge=0, le=36_600)  # after expiry/revocation
     retention_audit_archive: Path = Path("audit-archive")  # {prefix}-{site}/audit-YYYY-MM.jsonl
     retention_audit_days: int = 1096  # archive files kept; three years at least
+    # each finished gaming day's digest of the audit chain's head, written once by the
+    # leader, outside Redis (docs/anchor.md): {prefix}-{site}/digest-YYYY-MM-DD.txt
+    digest_dir: Path = Path("audit-digests")
 
     @field_validator("retention_audit_days")
     @classmethod

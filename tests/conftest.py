@@ -70,6 +70,7 @@ def settings(site: str, redis_url: str, broker: LocalMosquitto, tmp_path: Path) 
         mqtt_client_id=f"bonusd-{site}",
         http_port=free_port(),
         retention_audit_archive=tmp_path / "audit-archive",
+        digest_dir=tmp_path / "audit-digests",
         seed_key_file=tmp_path / "seed-key",
     )
 

@@ -1,9 +1,12 @@
-"""HTTP route of the site's audit trail: `GET /audit`, the hash-chained records newest
+"""HTTP routes of the site's audit trail: `GET /audit`, the hash-chained records newest
 first with the chain's check, filtered by kind and by any text of a record (the desk
-page's audit tab). The trail itself is `bonusd.audit`."""
+page's audit tab); `GET /audit/digest`, a finished gaming day's digest of the chain's
+head, as fields and as the signable text of the desk's daily report (docs/anchor.md).
+The trail itself is `bonusd.audit`."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Annotated, Any
 
@@ -12,7 +15,10 @@ from pydantic import BaseModel
 
 from bonusd.access.auth import Role
 from bonusd.api.context import Ctx, require
+from bonusd.audit.anchor import DIGEST_SUBJECT, digested_day
 from bonusd.audit.chain import verify_chain
+from bonusd.audit.digest import day_digest, digest_text, last_finished_day, not_over
+from bonusd.errors import ConflictError
 
 router = APIRouter(tags=["audit"])
 
@@ -64,3 +70,46 @@ async def audit(
         if len(out) >= count:
             break
     return AuditOut(total=len(records), chain=str(check), ok=check.ok, records=out)
+
+
+class DigestOut(BaseModel):
+    """A finished gaming day's digest of the audit chain's head (docs/anchor.md)."""
+
+    site: str
+    day: str  # the gaming day, YYYY-MM-DD
+    closes: str  # the instant it closed (UTC, the records' time format)
+    last_seq: int  # the last record before the close (0: the chain was empty)
+    head_hash: str  # that record's chain hash
+    code: str  # the head hash's first 16 hex digits, 4-4-4-4, to compare by eye
+    records: int  # records of the gaming day
+    first_time: str | None  # the day's first and last record times (none: no record)
+    last_time: str | None
+    chain: str  # the chain's check up to `last_seq`
+    intact: bool
+    recorded_seq: int | None  # the trail's record of this digest, once the leader wrote it
+    text: str  # the signable text block, for the daily report printout
+
+
+@router.get("/audit/digest", dependencies=[require(Role.DESK)])
+async def audit_digest(
+    ctx: Ctx,
+    day: Annotated[
+        dt.date | None, Query(description="gaming day, YYYY-MM-DD; default: the last finished")
+    ] = None,
+) -> DigestOut:
+    """A finished gaming day's digest of the audit chain's head: the last record's seq
+    and hash at the day's close, its code and the day's record count, with the text to
+    print and sign. Reads only; 409 for a day not over yet."""
+    now = ctx.clock.now()
+    gaming_day = day or last_finished_day(ctx.calendar, now)
+    if gaming_day > last_finished_day(ctx.calendar, now):
+        raise ConflictError(not_over(ctx.calendar, gaming_day))
+    digest = day_digest(
+        await ctx.audit.records(), site=ctx.site, day=gaming_day, calendar=ctx.calendar
+    )
+    recorded = await ctx.audit.ledger(DIGEST_SUBJECT)
+    seq = next((rec.seq for rec in recorded if digested_day(rec) == gaming_day), None)
+    return DigestOut.model_validate(
+        {**digest.payload(), "intact": digest.intact, "recorded_seq": seq}
+        | {"text": digest_text(digest)}
+    )

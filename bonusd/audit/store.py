@@ -141,8 +141,10 @@ class AuditStore:
                     # another writer appended first: a normal race, build on its record
                     logger.debug("audit append raced; retrying on the new head")
 
-    async def records(self) -> list[AuditRecord]:
-        rows = cast(list[str], await self._redis.lrange(self._list, 0, -1))
+    async def records(self, start: int = 0, end: int = -1) -> list[AuditRecord]:
+        """The trail's records from list index `start` to `end` (inclusive; the index
+        of seq n is n - 1), by default all of them."""
+        rows = cast(list[str], await self._redis.lrange(self._list, start, end))
         return from_jsonl("\n".join(rows))
 
     async def of_kind(self, kind: Kind) -> list[AuditRecord]:

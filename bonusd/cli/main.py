@@ -19,6 +19,7 @@ from bonusd.access.auth import IssuedToken, Role, TokenStore
 from bonusd.audit.archive import AuditArchive
 from bonusd.audit.chain import AuditRecord, to_jsonl, verify_chain
 from bonusd.audit.store import AuditStore
+from bonusd.cli.anchor import add_anchor_commands
 from bonusd.cli.clock import add_clock_commands, settings_clock
 from bonusd.cli.draws import add_draw_commands, live, live_floors, write_pools
 from bonusd.cli.floor import add_floor_commands, check_with_progress, import_with_progress
@@ -323,6 +324,7 @@ def audit_export(
 
 
 add_draw_commands(app, _settings)
+add_anchor_commands(audit_app, _settings)
 add_floor_commands(app, _settings, _store)
 add_clock_commands(app, _settings)
 add_rehearse_command(app, _settings)

@@ -17,6 +17,11 @@ What the sweeper removes, on the daemon's clock, a bounded batch per Redis call:
 - The audit trail is never removed from Redis: it is copied, record by record, to the
   archive (bonusd/audit/archive.py), whose month files are kept
   `BONUSD_RETENTION_AUDIT_DAYS` (three years at least) and then deleted, oldest first.
+
+Before that, each sweep anchors every finished gaming day not anchored yet: its digest of
+the chain's head written once to `BONUSD_DIGEST_DIR` and recorded in the trail
+(bonusd/audit/anchor.py, docs/anchor.md); the sweeper also wakes `SETTLE` after each
+gaming day's close for it.
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from typing import cast
 
 from redis.asyncio import Redis
 
+from bonusd.audit.anchor import DayAnchor, DigestFolder, digest_folder
 from bonusd.audit.archive import AuditArchive, site_archive
 from bonusd.audit.chain import from_jsonl
+from bonusd.audit.digest import next_anchor_time
+from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar, sleep_until_or_stop
 from bonusd.errors import AuditFormatError
 from bonusd.floor.rules import HOUR_MS
@@ -132,6 +140,7 @@ class SweepReport:
 
     removed: Counter[str] = field(default_factory=Counter)  # family -> keys or entries
     archived: int = 0  # audit records copied to the archive
+    digests: list[str] = field(default_factory=list)  # gaming days anchored (docs/anchor.md)
     pruned: list[str] = field(default_factory=list)  # archive files deleted
     pending: bool = False  # the batch limit was reached: more next sweep
 
@@ -141,6 +150,8 @@ class SweepReport:
 
     def __str__(self) -> str:
         parts = [f"{n} {fam}" for fam, n in sorted(self.removed.items()) if n]
+        if self.digests:
+            parts.append(f"audit digest of gaming day(s) {', '.join(self.digests)} written")
         if self.archived:
             parts.append(f"{self.archived} audit record(s) archived")
         if self.pruned:
@@ -166,9 +177,10 @@ class RetentionSweeper:
         interval: dt.timedelta = dt.timedelta(hours=1),
         batch: int = 1000,
         promotions: Callable[[], Sequence[Promotion]] | None = None,
+        anchor: DayAnchor | None = None,
     ) -> None:
         self.redis, self.keys, self.clock, self.calendar = redis, keys, clock, calendar
-        self.policy, self.archive = policy, archive
+        self.policy, self.archive, self.anchor = policy, archive, anchor
         self.interval, self.batch = interval, batch
         self._promotions = promotions  # read at each sweep: a reload changes the campaigns
         self._calls = 0
@@ -187,6 +199,8 @@ class RetentionSweeper:
     ) -> RetentionSweeper:
         root, prefix = settings.retention_audit_archive, settings.key_prefix
         folder = site_archive(root, prefix, settings.site)
+        digests = DigestFolder(digest_folder(settings.digest_dir, prefix, settings.site))
+        audit = AuditStore(redis, keys)
         return cls(
             redis=redis,
             keys=keys,
@@ -197,11 +211,15 @@ class RetentionSweeper:
             interval=dt.timedelta(seconds=settings.retention_interval_s),
             batch=settings.retention_batch,
             promotions=promotions,
+            anchor=DayAnchor(
+                audit=audit, clock=clock, calendar=calendar, site=settings.site, folder=digests
+            ),
         )
 
     async def run(self, stop: asyncio.Event) -> None:
         backoff = Backoff()
         while not stop.is_set():
+            started = self.clock.now()
             try:
                 report = await self.sweep()
             except REDIS_ERRORS as exc:
@@ -210,11 +228,14 @@ class RetentionSweeper:
                     return
                 continue
             backoff.reset()
-            level = logging.INFO if report.removed or report.archived or report.pruned else 0
-            if level:
+            if report.removed or report.archived or report.pruned or report.digests:
                 logger.info("retention sweep: %s", report)
             wait = dt.timedelta(seconds=1) if report.pending else self.interval
-            if await sleep_until_or_stop(self.clock, self.clock.now() + wait, stop):
+            until = self.clock.now() + wait
+            if self.anchor is not None:  # a day's digest soon after it closes (or at once,
+                # if it became due while this sweep ran)
+                until = min(until, next_anchor_time(self.calendar, started))
+            if await sleep_until_or_stop(self.clock, until, stop):
                 return
 
     async def sweep(self) -> SweepReport:
@@ -224,6 +245,13 @@ class RetentionSweeper:
         now = self.clock.now()
         report = SweepReport()
         self._calls = 0
+        if self.anchor is not None:  # first: the day's digest record is archived at once
+            try:
+                report.digests = [
+                    done.digest.day.isoformat() for done in await self.anchor.catch_up()
+                ]
+            except (AuditFormatError, OSError) as exc:  # never fatal; loud until fixed
+                logger.error("audit digest not written: %s", exc)
         try:
             report.archived = await self._archive_audit()
         except AuditFormatError as exc:  # never fatal to the daemon; loud until fixed

@@ -35,6 +35,7 @@ import httpx
 import redis.asyncio as aioredis
 
 from bonusd.access.auth import Role
+from bonusd.audit.anchor import digest_folder
 from bonusd.audit.archive import site_archive
 from bonusd.errors import BonusdError
 from bonusd.infra.keys import Keys
@@ -182,13 +183,16 @@ class Demo:
                 deleted += await r.unlink(*batch)
                 batch = []
         deleted += await r.unlink(*batch) if batch else 0
-        # the site's audit archive goes too: it continues the trail just deleted, and the
-        # next run's trail starts a new chain the old archive would refuse
+        # the site's audit archive and digests go too: they continue (and anchor) the
+        # trail just deleted, and the next run's trail starts a new chain the old archive
+        # would refuse and the old digests would contradict (ERRORs)
         settings = self.settings
         archive = site_archive(settings.retention_audit_archive, settings.key_prefix, settings.site)
-        if archive.is_dir():
-            await asyncio.to_thread(shutil.rmtree, archive)
-            logger.info("demo: the previous run's audit archive %s deleted", archive)
+        digests = digest_folder(settings.digest_dir, settings.key_prefix, settings.site)
+        for folder in (archive, digests):
+            if folder.is_dir():
+                await asyncio.to_thread(shutil.rmtree, folder)
+                logger.info("demo: the previous run's audit files %s deleted", folder)
         return deleted
 
     async def _run(self, admin: aioredis.Redis) -> None:

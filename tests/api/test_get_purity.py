@@ -70,6 +70,7 @@ ROLES: tuple[tuple[Role, str], ...] = (
 QUERIES: dict[str, tuple[str, ...]] = {
     "/floor/active": ("area=main&kind=egm&limit=2", "limit=1&cursor=6001001003"),
     "/audit": ("kind=pool&count=5", "q=scheduler", "before=3"),
+    "/audit/digest": ("day=2026-11-01", "day=2099-01-01"),
     "/promotions/{promotion}/draws/{draw}/leaderboards/{side}": ("view=live",),
     "/sms/outbox": ("status=sent", "count=1"),
     "/letters/{number}/print": ("paper=A4",),
