@@ -304,3 +304,33 @@ def test_the_independent_reimplementation_in_the_docs_agrees() -> None:
         barred = {c for c in entries if rng.random() < 0.2}
         ours = pick_sequence(pool, seed, 8, barred=dict.fromkeys(barred, SkipReason.EXCLUDED))
         assert docs_picks(pool.serialise(), seed, 8, barred) == [p.card for p in ours]
+
+
+def test_second_worked_example_in_the_docs() -> None:
+    """docs/fairness.md section 13: an exclusion after the freeze and a no-show's redraw."""
+    entries = {"C2001": 2, "C2002": 3, "C2003": 1, "C2004": 2, "C2005": 2}
+    pool = Pool.freeze("gh-final-example", "main", entries)
+    seed = bytes(range(32, 64))
+    text = DOCS.read_text()
+    section = text[text.index("## 13.") :]
+    assert pool.serialise().decode() in section
+    assert seed.hex() in section and commit_seed(seed) in section
+    assert pool.commitment in section
+    stream = CandidateStream(seed, pool.draw_id, pool.tombola, pool.commitment)
+    for counter in range(9):
+        assert f"| {counter} | `{stream.block(counter).hex()[:16]}…` |" in section
+    # two winners with C2005 barred, then the redraw after pick 1's no-show
+    picks = pick_sequence(pool, seed, 3, barred={"C2005": SkipReason.EXCLUDED})
+    assert [(p.counter, p.ticket_number, p.card) for p in picks] == [
+        (2, 7, "C2004"),
+        (7, 4, "C2002"),
+        (8, 2, "C2001"),
+    ]
+    skipped = [
+        [(s.counter, s.ticket + 1, s.card, s.reason.value) for s in p.passed_over] for p in picks
+    ]
+    assert skipped == [
+        [(1, 9, "C2005", "excluded")],
+        [(3, 9, "C2005", "excluded"), (5, 9, "C2005", "excluded")],
+        [],
+    ]
