@@ -1,11 +1,13 @@
 // desk-draws.js — the Draws tab: every promotion's draws with their states; one draw's book
 // (rounds, commitments, pools, picks and claims), run a round now, load prizes, record
-// proxies, exclusions and hand-drawn tickets, the desk's claim actions (issue, redeem,
-// lapse a prize letter), ticket lists, the draw report and its verification.
+// hand-drawn tickets, the desk's claim actions (issue, redeem, lapse a prize letter), ticket
+// lists, the draw report and its verification. Proxies, exclusions, the early close and
+// their four-eyes requests are desk-changes.js's.
 
 import { api, path } from './api.js';
 import { describeAction, postAction } from './claims.js';
 import { dayTime } from './clock.js';
+import { changeForms, changesOf, changesPanel, memberNames } from './desk-changes.js';
 import { byId, fill, h } from './dom.js';
 import { button, hash, inlineForm, resultLine, stateTag, table, timer } from './ui.js';
 
@@ -63,16 +65,23 @@ export function initDraws(ctx) {
   async function openDraw(promotion, draw, message) {
     current = { promotion, draw };
     const slot = byId('draw');
-    const book = await api(path('promotions', promotion, 'draws', draw, 'book'));
+    const base = ['promotions', promotion, 'draws', draw];
+    const [book, asked, detail] = await Promise.all(
+      [path(...base, 'book'), path(...base, 'changes'), path('promotions', promotion)].map((p) => api(p)),
+    );
     if (!book.ok) {
       fill(slot, h('div', { class: 'panel' }, h('h2', { text: `${promotion} / ${draw}` }), resultLine(book, '')));
       return;
     }
-    fill(slot, drawPanel(promotion, draw, book.data, message));
+    const changes = changesOf(asked, book.data);
+    const names = await memberNames(changes);
+    // the draw's state and bin close (the promotion's view): whether an early close is still possible
+    const state = detail.ok ? detail.data.draws.find((d) => d.id === draw) : null;
+    fill(slot, drawPanel(promotion, draw, book.data, { changes, names, state }, message));
     if (!message) slot.scrollIntoView({ block: 'start' });
   }
 
-  function drawPanel(promotion, draw, b, message) {
+  function drawPanel(promotion, draw, b, { changes, names, state }, message) {
     const base = ['promotions', promotion, 'draws', draw];
     const out = h('div', { class: 'result-slot', id: 'draw-result' }, message);
     const reload = () => openDraw(promotion, draw);
@@ -131,7 +140,8 @@ export function initDraws(ctx) {
       h('h3', { text: 'Winners and claims' }),
       claimsTable(promotion, draw, b.claims, after),
       b.seats.length ? h('p', {}, 'Seated from the leaderboards: ', b.seats.map((s) => `${s.card} (${s.board})`).join(', ')) : null,
-      h('div', { class: 'cols' }, formsFor(promotion, draw, b, after)),
+      changesPanel(base, b.name, changes, names, after),
+      h('div', { class: 'cols' }, formsFor(promotion, draw, b, after), changeForms(base, b, changes, state, after)),
     );
   }
 
@@ -186,27 +196,6 @@ export function initDraws(ctx) {
           return after(r, `${cents.length} prize value(s) sealed for ${v.tombola} round ${v.round}.`);
         },
         { name: 'prizes' },
-      )),
-      h('div', { class: 'panel' }, h('h3', { text: 'Record a proxy' }),
-        table([{ label: 'Member', cell: (p) => p.card }, { label: 'Proxy ID', cell: (p) => p.proxy_id }, { label: 'Name', cell: (p) => p.name }], b.proxies, { empty: 'No proxies recorded.' }),
-        inlineForm(
-          [
-            { name: 'card', label: 'Member card', size: 12 },
-            { name: 'proxy_id', label: 'Proxy ID number', size: 16 },
-            { name: 'name', label: 'Proxy name', required: false, size: 20 },
-          ],
-          'Record proxy',
-          async (v) => after(await api(path(...base, 'proxies'), { method: 'POST', body: v }), `Proxy ${v.proxy_id} recorded for ${v.card}.`),
-          { name: 'proxy' },
-        )),
-      h('div', { class: 'panel' }, h('h3', { text: 'Exclusion after the pool froze' }), inlineForm(
-        [
-          { name: 'card', label: 'Card', size: 12 },
-          { name: 'note', label: 'Note', required: false, size: 24 },
-        ],
-        'Exclude',
-        async (v) => after(await api(path(...base, 'exclusions'), { method: 'POST', body: v }), `${v.card} excluded from ${b.draw}.`),
-        { name: 'exclusion' },
       )),
     ];
     if (b.manual) {

@@ -62,8 +62,9 @@ export function table(columns, rows, { empty = 'none', rowClass } = {}) {
 }
 
 /**
- * An inline form: fields [{name, label, type, value, placeholder, required, size}], a
- * submit label, and onSubmit(values, form) (async). The result goes under the form.
+ * An inline form: fields [{name, label, type, value, placeholder, required, size, min,
+ * minlength, maxlength}], a submit label, and onSubmit(values, form) (async). The result
+ * goes under the form.
  */
 export function inlineForm(fields, submitLabel, onSubmit, { name } = {}) {
   const out = h('div', { class: 'result-slot' });
@@ -86,6 +87,8 @@ export function inlineForm(fields, submitLabel, onSubmit, { name } = {}) {
             required: f.required !== false,
             size: f.size,
             min: f.min,
+            minlength: f.minlength,
+            maxlength: f.maxlength,
             spellcheck: 'false',
           }),
       ),

@@ -126,7 +126,9 @@ async def _draw_state(
     closes = store.bin_closes_at(promotion.id, draw.id)
     frozen = await store.pool(promotion.id, draw.id)
     state: DrawState
-    if now < window.opens:
+    if frozen is not None and now >= window.opens:  # on time, or closed early (four eyes)
+        state = "frozen"
+    elif now < window.opens:
         state = "upcoming"
     elif now < window.closes:
         state = "earning"

@@ -128,6 +128,12 @@ class ChangeSteps:
                 f"{self.subject}: the pools are not frozen yet; make the {wanted.change} "
                 "directly (no approval is needed before the freeze)"
             )
+        proxies = self.proxies
+        if wanted.change is ChangeKind.PROXY and not proxies.opens_at <= at < proxies.closes_at:
+            raise ApprovalError(
+                f"{self.subject}: proxy forms are taken until {proxies.closes_at.isoformat()}; "
+                "a proxy can no longer be registered for this draw"
+            )
         if wanted.change is ChangeKind.EXCLUSION and wanted.card in self.draw.excluded:
             raise ApprovalError(f"{self.subject}: card {wanted.card} is excluded already")
         return self.approvals.request(wanted)

@@ -87,10 +87,12 @@ async def shot(page: Page, name: str) -> Path:
     return path
 
 
-async def token(daemon: Daemon, role: Role, area: str = "") -> str:
+async def token(daemon: Daemon, role: Role, area: str = "", *, name: str = "") -> str:
+    """A token of `role`; `name` is the staff member the records name (four eyes compares
+    it), "browser test {role}" by default."""
     issued = await daemon.service.tokens.issue(
         role=role,
-        name=f"browser test {role}",
+        name=name or f"browser test {role}",
         area=area,
         now=daemon.service.clock.now(),
         valid_for=dt.timedelta(days=400),

@@ -151,6 +151,9 @@ def test_a_proxy_after_the_freeze_needs_approval_too() -> None:
     book.request_change(ChangeKind.PROXY, "the member is in hospital tonight", DESK, at, **fields)
     with pytest.raises(ApprovalError, match="four eyes"):
         book.decide(1, Decision.APPROVED, DESK, at)
+    late = local(day, 18, 50)  # the forms closed at 18:45: refused when asked, not left waiting
+    with pytest.raises(ApprovalError, match="proxy forms are taken until"):
+        book.request_change(ChangeKind.PROXY, "the member is in hospital", DESK, late, **fields)
     made = book.decide(1, Decision.APPROVED, SUPERVISOR, at)
     assert [e.kind for e in made] == [Kind.APPROVAL, Kind.PROXY]
     assert made[1].payload["approved_by"] == "desk-2 (desk)"
