@@ -32,6 +32,7 @@ from bonusd.draws.book import subject_of
 from bonusd.draws.claims import Actor, ClaimRole, Prize
 from bonusd.draws.evidence import draw_report
 from bonusd.draws.rounds import DrawError
+from bonusd.promotions.terms import rands
 
 ID = Path(pattern=r"^[a-z0-9][a-z0-9-]{0,79}$")
 CLAIM = Path(ge=1, le=100_000)
@@ -157,7 +158,7 @@ async def prizes(
 ) -> DrawBookOut:
     """Load a round's prize values; they are sealed into reveals in an order fixed by
     the round's secret seed."""
-    values = tuple(Prize(f"R{v / 100:,.2f}", v) for v in body.values_cents)
+    values = tuple(Prize(rands(v), v) for v in body.values_cents)
     key = (body.tombola, body.round)
     await ctx.draws.load_prizes(promotion, draw, key, values, actor(principal))
     return await _book(ctx, promotion, draw)

@@ -13,6 +13,7 @@ from bonusd.draws.fairness import Pool
 from bonusd.draws.rounds import DrawError, RoundKey
 from bonusd.promotions.schema import Draw as DrawSpec
 from bonusd.promotions.schema import Promotion
+from bonusd.promotions.terms import rands
 from bonusd.promotions.timing import bin_closes_at, prize_letters_lapse_at, round_instants
 
 SCHEDULER = Actor("scheduler", ClaimRole.SYSTEM)
@@ -69,7 +70,7 @@ class DrawPlan:
         ):
             name = spec.prize_set or draw.prize_set
             values = promotion.prize_sets[name].values_cents if name else []
-            prizes = tuple(Prize(f"{name} {i}", v) for i, v in enumerate(values, 1))
+            prizes = tuple(Prize(rands(v), v) for v in values)  # what people read: R5,000
             winners = {t.value: n for t, n in spec.winners.items()}
             rounds.append(RoundPlan(number, at, winners, prizes))
         first = rounds[0].at

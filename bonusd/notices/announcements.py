@@ -28,6 +28,7 @@ from bonusd.notices.winnerevents import (
     winner_events,
 )
 from bonusd.promotions.schema import Promotion
+from bonusd.promotions.terms import rands
 from bonusd.registry.masking import mask_card
 
 # the events themselves are read in `bonusd.notices.winnerevents`; importable from here too
@@ -102,12 +103,6 @@ def card_ending(card: str) -> str:
     at least four hidden (a short card shows less, or nothing)."""
     shown = min(4, max(0, len(card) - 4))
     return card[-shown:] if shown else ""
-
-
-def rands(cents: int) -> str:
-    """R5,000 or R5,000.50."""
-    whole, part = divmod(cents, 100)
-    return f"R{whole:,}" + (f".{part:02d}" if part else "")
 
 
 def local_time(at: dt.datetime, zone: ZoneInfo) -> str:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from bonusd.notices.announcements import local_date, rands
+from bonusd.notices.announcements import local_date
+from bonusd.promotions.terms import rands
 from bonusd.registry.masking import mask_card
 
 Paper = Literal["A5", "A4"]

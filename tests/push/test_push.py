@@ -32,6 +32,7 @@ from tests.push.helpers import (
     apply,
     connect,
     draw_day,
+    ensure_closed,
     events,
     frozen_pool,
     golden_horse,
@@ -80,6 +81,7 @@ async def test_a_draw_round_on_signage_and_crew(day: Daemon) -> None:
     assert crew_first["type"] == "snapshot"
     assert crew_first["state"] == {"alerts": [], "recent": []}
 
+    await ensure_closed(d)
     desk = await d.client(Role.DESK)
     r = await desk.post(f"/promotions/{GH}/draws/halfway/run", json={"round": 1})
     assert r.status_code == 200, r.text
@@ -255,6 +257,7 @@ async def test_a_round_drawn_by_another_daemon_reaches_the_screens(day: Daemon) 
         clock=svc.clock,
         seal=svc.draws.seeds.seal,
     )
+    await ensure_closed(d)
     records = await other.run_round(GH, "halfway", 1)
     cards = {r.payload["card"] for r in records if r.kind == "pick"}
     seen = await until(ws, lambda m: len(events([m], "winner")) == 5)
