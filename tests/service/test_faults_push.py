@@ -25,6 +25,7 @@ from tests.push.helpers import (
     closed_with,
     connect,
     draw_day,
+    ensure_closed,
     events,
     golden_horse,
     recv,
@@ -102,6 +103,7 @@ async def _flood(d: Daemon, silent_n: int, churn_n: int) -> None:
     assert health["status"] == "ok"
     newcomer = await connect(d, "/ws/signage", signage)
     assert (await recv(newcomer))["type"] == "snapshot"
+    await ensure_closed(d)  # 18:55: the bin closes at 19:00
     desk = await d.client(Role.DESK)
     r = await desk.post(f"/promotions/{GH}/draws/halfway/run", json={"round": 1})
     assert r.status_code == 200, r.text

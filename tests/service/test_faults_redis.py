@@ -33,7 +33,7 @@ from tests.fault_helpers import (
     join_checked,
     site_stat,
 )
-from tests.push.helpers import GH, draw_day, golden_horse
+from tests.push.helpers import GH, draw_day, ensure_closed, golden_horse
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)
 SUBJECT = f"{GH}.halfway"
@@ -139,6 +139,7 @@ async def test_redis_restarted_during_a_claim_timer_keeps_the_deadline(
         async with draw_day(settings, own_redis.url, site) as d:
             clock = d.service.clock
             assert isinstance(clock, ManualClock)
+            await ensure_closed(d)  # 18:55: the bin closes at 19:00
             desk = await d.client(Role.DESK)
             response = await desk.post(f"/promotions/{GH}/draws/halfway/run", json={"round": 1})
             await desk.aclose()
