@@ -5,6 +5,8 @@ the draw still verified. The corpus is made in `tests/draws/tampering.py`."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -26,6 +28,17 @@ SAYS = {
     "exclusion-self-approved-rehashed": "approved by the person who made it",
     "letter-prize-rehashed": "the letter's prize is not the one",
 }
+
+
+INDEPENDENT = Path(__file__).with_name("independent_verifier.py")  # from docs/fairness.md alone
+
+
+def independent(folder: Path) -> tuple[int, str]:
+    args = ["--export", str(folder / "audit.jsonl"), "--pools", str(folder / "pools"), HALFWAY]
+    done = subprocess.run(
+        [sys.executable, str(INDEPENDENT), *args], capture_output=True, text=True, timeout=60
+    )
+    return done.returncode, done.stdout + done.stderr
 
 
 def verify_draw(folder: Path) -> tuple[int, str]:
@@ -55,3 +68,18 @@ async def test_every_tamper_is_caught_and_the_untouched_export_passes(
     kinds = {r.kind for r in records}
     assert {"request", "approval", "exclusion", "redraw", "letter", "seed_reveal"} <= kinds
     assert any(excluded in str(r.payload.get("passed_over")) for r in records)
+
+
+async def test_the_independent_verifier_agrees(small: Site, tmp_path: Path) -> None:
+    """The verifier written from docs/fairness.md alone (stdlib only, never reading bonusd's
+    code) passes the untouched export and fails every tamper, as `verify-draw` does."""
+    records, pools, _ = await settled_draw(small)
+    names = write_corpus(tmp_path, records, pools)
+    code, out = independent(tmp_path / "untouched")
+    assert code == 0 and out.rstrip().endswith("OK"), out
+    missed = {}
+    for name in names[1:]:
+        code, out = independent(tmp_path / name)
+        if code != 1 or not out.rstrip().endswith("FAILED"):
+            missed[name] = (code, out)
+    assert not missed, missed
