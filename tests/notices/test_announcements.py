@@ -104,7 +104,9 @@ def test_every_draw_outcome_has_its_pa_text(halfway: Ledger) -> None:
         said[5].text
         == f"{NAMES[first]}, card ending {first[-4:]} has presented at the draw area. Thank you!"
     )
-    assert said[6].text.endswith(f"{NAMES[first]}, please pick your reveal.")
+    given = NAMES[first].split()[0]  # the full name is said once, then the given name
+    assert said[6].text.endswith(f"is verified. {given}, please pick your reveal.")
+    assert drawn.count(NAMES[first]) == 1 and f"! {given}, please come" in drawn
     assert said[7].text == (
         f"Congratulations to {NAMES[first]}, card ending {first[-4:]}, who wins R5,000 in "
         "the Mega Points Chase Halfway draw!"
@@ -126,7 +128,7 @@ def test_a_named_place_and_an_unknown_name_and_a_short_card() -> None:
     text = pa_text(event, launch, "")
     assert text is not None
     assert "the winner is card ending 3456!" in text
-    assert "Holder of card ending 3456, please come to main stage" in text
+    assert "card ending 3456! Holder of that card, please come to main stage" in text
     short = pa_text(replace(event, card="1001"), launch, "")
     assert short is not None
     assert "1001" not in short  # a card of four characters shows none of them
