@@ -204,3 +204,22 @@ async def test_an_early_close_request_after_the_scheduled_close_is_refused(
     body = {"change": "early_close", "reason": "fire drill: the floor closes at 18h55"}
     r = await desk.post(Role.ADMIN, f"{BASE}/changes", body)
     assert r.status_code == 409 and "scheduled close has come" in r.json()["detail"]
+
+
+async def test_an_exclusion_approved_after_the_pick_leaves_the_pick_standing(
+    desk: HttpDesk,
+) -> None:
+    """The decision (docs/draws.md): an approved exclusion passes the member over from the
+    next pick on; a winner picked before it stays picked, and the claim decides payment."""
+    await frozen(desk)
+    run = await desk.post(Role.DESK, f"{BASE}/run", {"round": 1})
+    assert run.status_code == 200, run.text
+    winner = run.json()["claims"][0]["card"]
+    body = {"change": "exclusion", "card": winner, "reason": REASON}
+    assert (await desk.post(Role.DESK, f"{BASE}/changes", body)).status_code == 200
+    assert (await desk.post_as(desk.second_desk, f"{BASE}/changes/1/approve")).status_code == 200
+    book = await desk.service.draws.book(PID, HW)
+    assert winner in book.draw.excluded
+    assert book.claims[1].card == winner and str(book.claims[1].state) == "announced"
+    picks = [r for r in await desk.service.audit.ledger(HALFWAY) if r.kind == Kind.PICK]
+    assert len(picks) == 5 and picks[0].payload["card"] == winner  # nothing rewritten
