@@ -143,7 +143,7 @@ def _words(event: WinnerEvent, occasion: Occasion, name: str) -> str | None:
     ending = card_ending(event.card)
     card = f"card ending {ending}" if ending else "the card drawn"
     who = f"{name}, {card}" if name else card
-    first = name.split()[0] if name.split() else "Holder of that card"  # said once in full
+    first = (name.split(maxsplit=1) or ["Holder of that card"])[0]  # the full name said once
     seconds, place = occasion.claim_seconds, occasion.place
     by = local_time(called_by(event, occasion), occasion.zone)
     title = f"the {occasion.promotion} {occasion.name}"
