@@ -1,51 +1,94 @@
 // clock.js — the daemon's clock as seen from a page, and how the pages write times and money.
 //
-// The stream carries the daemon's clock (`at`, ISO 8601 with offset) on every message, and
-// deadlines rather than remaining seconds (docs/push.md). Between messages the page runs
-// the daemon's clock forward from the last `at` at the daemon's rate: 1 for real time, the
-// simulated speed in a demo (x60), 0 for a test clock that only moves when told. The daemon
-// writes its rate into the page (bonusd/api/pages.py); should two long intervals between messages
-// agree on another rate (a daemon restarted at another speed), that rate is taken. One
-// jump of a test clock is one interval and changes nothing.
+// Every message of the stream carries the daemon's clock (`clock`, docs/push.md "The
+// clock"): its instant at the daemon's wall time of writing (`wall`, Unix ms), its speed,
+// whether it stands still, and an epoch that changes at every jump, pause, resume or
+// change of speed; a change of the clock arrives as a delta the moment it happens. The page
+// runs the clock forward from the last state only, never from a rate it guessed:
+//
+//   now = instant + (daemon's wall time now - wall) x (paused ? 0 : speed)
+//
+// The daemon's wall time now is the page's monotonic clock plus an offset learnt from the
+// messages: the largest `wall - arrival` of the last 30 to 60 s, i.e. the least delayed
+// message, so a message that waited in a queue or a replay is never taken for news, and
+// a screen whose own clock is wrong still shows the daemon's time. Deadlines stay instants
+// on the daemon's clock (every countdown is deadline - now, never counted down by itself).
+// What a page shows never runs backwards: after a change heard a few milliseconds late that
+// leaves the daemon behind the page (a pause, a slower speed) the page holds until the
+// daemon catches up; only a snapshot (a new stream, a clock set back) starts over. Before
+// the first message the page runs at the rate the daemon wrote into it (meta
+// bonusd-clock-rate) from its own time; from a daemon that sends no `clock`, from `at`.
 
-const MIN_INTERVAL_MS = 5000;
-const AGREE = 0.02;
+const WINDOW_MS = 30000; // the offset is the best of this window and the one before
 
 export class ServerClock {
   constructor() {
     const meta = document.querySelector('meta[name="bonusd-clock-rate"]');
     const given = meta ? Number(meta.content) : NaN;
-    this.rate = Number.isFinite(given) && given >= 0 ? given : 1; // daemon s per local s
-    this.serverMs = null; // daemon time at the last message
-    this.localMs = 0; // performance.now() at the last message
-    this.mark = null; // [localMs, serverMs] where the current interval began
-    this.lastRate = null; // the previous long interval's rate
+    this.rate = Number.isFinite(given) && given >= 0 ? given : 1; // until a `clock` arrives
+    this.state = null; // {epoch, instant, wall, rate, told}: the last state the daemon sent
+    this.offset = null; // the daemon's wall ms minus performance.now()
+    this.best = [-Infinity, -Infinity]; // largest offset sample: previous, current window
+    this.windowAt = -Infinity;
+    this.shown = -Infinity; // the latest now() given: what is shown never runs back
   }
 
-  /** Record the daemon's `at` of a message just received. */
-  observe(at) {
-    const serverMs = Date.parse(at);
-    if (Number.isNaN(serverMs)) return;
-    const localMs = performance.now();
-    if (!this.mark) this.mark = [localMs, serverMs];
-    const span = localMs - this.mark[0];
-    if (span >= MIN_INTERVAL_MS) {
-      const rate = (serverMs - this.mark[1]) / span;
-      const last = this.lastRate;
-      if (last !== null && rate >= 0 && Math.abs(rate - last) <= AGREE * Math.max(1, last)) {
-        this.rate = Math.min(1000, rate);
-      }
-      this.lastRate = rate;
-      this.mark = [localMs, serverMs];
+  /** The epoch of the daemon's clock state held (null before the first). */
+  get epoch() {
+    return this.state && this.state.told ? this.state.epoch : null;
+  }
+
+  /**
+   * Record what a message said of the daemon's clock: its `clock` state, or only its `at`
+   * from a daemon that sends none. `fresh` (a snapshot) starts the page's clock over.
+   * True when the clock's epoch changed (the page redraws its times at once).
+   */
+  observe(at, clock, fresh = false) {
+    if (clock && typeof clock === 'object') return this.take(clock, fresh);
+    if (this.state && this.state.told) return false;
+    const instant = Date.parse(at);
+    if (Number.isNaN(instant)) return false;
+    this.state = { epoch: 'at', instant, wall: this.daemonWall(), rate: this.rate, told: false };
+    return false;
+  }
+
+  take(clock, fresh) {
+    const instant = Date.parse(clock.instant);
+    const wall = Number(clock.wall);
+    const speed = Number(clock.speed);
+    if (Number.isNaN(instant) || !Number.isFinite(wall) || !(speed >= 0)) return false;
+    this.learn(wall - performance.now());
+    const held = this.state && this.state.told ? this.state : null;
+    if (!fresh && held && wall < held.wall) return false; // older than the state held
+    const epoch = String(clock.epoch);
+    this.state = { epoch, instant, wall, rate: clock.paused ? 0 : speed, told: true };
+    if (fresh) this.shown = -Infinity;
+    return !held || held.epoch !== epoch;
+  }
+
+  /** One sample of the offset: a message's `wall` minus its arrival, never more than it. */
+  learn(sample) {
+    const t = performance.now();
+    if (t - this.windowAt >= WINDOW_MS) {
+      this.best = [this.best[1], -Infinity];
+      this.windowAt = t;
     }
-    this.serverMs = serverMs;
-    this.localMs = localMs;
+    this.best[1] = Math.max(this.best[1], sample);
+    this.offset = Math.max(this.best[0], this.best[1]);
+  }
+
+  /** The daemon's wall clock now, as far as the page can tell (its own before any message). */
+  daemonWall() {
+    return this.offset === null ? Date.now() : performance.now() + this.offset;
   }
 
   /** The daemon's time now, in epoch milliseconds. */
   now() {
-    if (this.serverMs === null) return Date.now();
-    return this.serverMs + (performance.now() - this.localMs) * this.rate;
+    const s = this.state;
+    if (!s) return Date.now();
+    const ms = s.instant + Math.max(0, this.daemonWall() - s.wall) * s.rate;
+    this.shown = Math.max(this.shown, ms);
+    return this.shown;
   }
 
   /** Milliseconds left until an ISO deadline on the daemon's clock (never negative). */

@@ -307,6 +307,7 @@ async function onToken(token) {
     token,
     clock,
     onState,
+    onClock: tick, // a jump, pause or change of speed shows at once
     onStatus: (status, detail) => {
       const el = byId('live');
       el.className = `status ${status}`;

@@ -2,12 +2,14 @@
 // (rounds, commitments, pools, picks and claims), run a round now, load prizes, record
 // hand-drawn tickets, the desk's claim actions (issue, redeem, lapse a prize letter), ticket
 // lists, the draw report and its verification. Proxies, exclusions, the early close and
-// their four-eyes requests are desk-changes.js's.
+// their four-eyes requests are desk-changes.js's. `refresh` (desk-live.js, on a change
+// pushed by the daemon) fetches the list and the open draw again, keeping typed values.
 
 import { api, path } from './api.js';
 import { describeAction, postAction } from './claims.js';
-import { dayTime } from './clock.js';
+import { dayTime, hhmm } from './clock.js';
 import { changeForms, changesOf, changesPanel, memberNames } from './desk-changes.js';
+import { keeping } from './desk-live.js';
 import { byId, fill, h } from './dom.js';
 import { button, hash, inlineForm, resultLine, stateTag, table, timer } from './ui.js';
 
@@ -17,6 +19,17 @@ export function initDraws(ctx) {
   let current = null; // {promotion, draw}
 
   async function open() {
+    await showList();
+    if (current) await openDraw(current.promotion, current.draw);
+  }
+
+  // a change pushed by the daemon: the list and the open draw again, where the user is
+  async function refresh() {
+    await showList();
+    if (current) await openDraw(current.promotion, current.draw, null, true);
+  }
+
+  async function showList() {
     const list = byId('promotions');
     const promotions = await api('/promotions');
     if (!promotions.ok) {
@@ -32,8 +45,8 @@ export function initDraws(ctx) {
       }
       panels.push(promotionPanel(detail.data));
     }
-    fill(list, h('h2', { text: 'Promotions and draws' }), panels.length ? panels : h('p', { class: 'muted', text: 'No promotion runs at this site.' }));
-    if (current) await openDraw(current.promotion, current.draw);
+    const none = h('p', { class: 'muted', text: 'No promotion runs at this site.' });
+    keeping(list, () => fill(list, h('h2', { text: 'Promotions and draws' }), panels.length ? panels : none));
   }
 
   function promotionPanel(p) {
@@ -62,7 +75,7 @@ export function initDraws(ctx) {
     );
   }
 
-  async function openDraw(promotion, draw, message) {
+  async function openDraw(promotion, draw, message, quiet = false) {
     current = { promotion, draw };
     const slot = byId('draw');
     const base = ['promotions', promotion, 'draws', draw];
@@ -77,8 +90,11 @@ export function initDraws(ctx) {
     const names = await memberNames(changes);
     // the draw's state and bin close (the promotion's view): whether an early close is still possible
     const state = detail.ok ? detail.data.draws.find((d) => d.id === draw) : null;
-    fill(slot, drawPanel(promotion, draw, book.data, { changes, names, state }, message));
-    if (!message) slot.scrollIntoView({ block: 'start' });
+    if (current.promotion !== promotion || current.draw !== draw) return; // another draw was opened meanwhile
+    const redraw = () => fill(slot, drawPanel(promotion, draw, book.data, { changes, names, state }, message));
+    if (quiet) keeping(slot, redraw);
+    else redraw();
+    if (!message && !quiet) slot.scrollIntoView({ block: 'start' });
   }
 
   function drawPanel(promotion, draw, b, { changes, names, state }, message) {
@@ -100,16 +116,15 @@ export function initDraws(ctx) {
       h(
         'div',
         { class: 'actions' },
-        roundNumbers.map((n) =>
-          button(`Run round ${n} now`, async () => {
-            const due = b.rounds.find((r) => r.round === n);
-            const early = due && Date.parse(due.at) > ctx.clock.now();
-            const ask = `Round ${n} is due at ${dayTime(due && due.at)}. Run it now, before its time? (Refused while the entry bin is open: it closes on its schedule.)`;
-            if (early && !window.confirm(ask)) return;
-            const r = await api(path(...base, 'run'), { method: 'POST', body: { round: n } });
-            const shown = await after(r, `Round ${n} run: ${countPicks(r.data, n)} winner(s) on the book.`);
-            if (shown) fill(out, shown);
-          }, { primary: true, name: `run-round-${n}` })),
+        roundNumbers.map((n) => runButton(n, runBlocked(b, n, state), async () => {
+          const due = b.rounds.find((r) => r.round === n);
+          const early = due && Date.parse(due.at) > ctx.clock.now();
+          const ask = `Round ${n} is due at ${dayTime(due && due.at)}. Run it now, before its time?`;
+          if (early && !window.confirm(ask)) return;
+          const r = await api(path(...base, 'run'), { method: 'POST', body: { round: n } });
+          const shown = await after(r, `Round ${n} run: ${countPicks(r.data, n)} winner(s) on the book.`);
+          if (shown) fill(out, shown);
+        })),
         button('Refresh', reload),
         button('Draw report', async () => {
           const r = await api(path(...base, 'report'), { accept: 'text/plain' });
@@ -232,7 +247,30 @@ export function initDraws(ctx) {
     setTimeout(() => URL.revokeObjectURL(url), 10000);
   }
 
-  return { open, openDraw };
+  return { open, openDraw, refresh };
+}
+
+// "Run round N now", disabled with the reason when running it no longer applies
+function runButton(n, blocked, action) {
+  const name = `run-round-${n}`;
+  const run = button(`Run round ${n} now`, action, { primary: true, name, title: blocked || undefined });
+  if (!blocked) return run;
+  run.disabled = true;
+  return h('span', { class: 'blocked' }, run, h('span', { class: 'muted reason', dataset: { round: n }, text: ` ${blocked}` }));
+}
+
+/** Why round `n` cannot be run from the desk now ('' when it can). */
+export function runBlocked(b, n, state) {
+  if (b.manual) return 'hand-drawn: enter the ticket numbers';
+  const rows = b.rounds.filter((r) => r.round === n);
+  if (rows.some((r) => r.picks > 0)) {
+    const first = rows.map((r) => r.drawn_at).filter(Boolean).sort()[0];
+    return first ? `drawn at ${hhmm(first)}` : 'drawn';
+  }
+  if (state && ['upcoming', 'earning', 'activation'].includes(state.state)) {
+    return `the entry bin closes at ${hhmm(state.bin_closes)}`;
+  }
+  return '';
 }
 
 function winners(w) {

@@ -2,11 +2,13 @@
 // jackpots (run one now, verify it, the crew's reselections and, once they are used up,
 // approving one more with a reason), its claims with the desk's actions (announce, declined
 // register, reselect with a reason) and the decline register (sign a member in before the
-// session starts).
+// session starts). `refresh` (desk-live.js, on a change pushed by the daemon) fetches the
+// list and the open session again, keeping typed values.
 
 import { api, path } from './api.js';
 import { describeAction, postAction } from './claims.js';
 import { dayTime } from './clock.js';
+import { keeping } from './desk-live.js';
 import { byId, fill, h } from './dom.js';
 import { button, inlineForm, resultLine, stateTag, table, timer } from './ui.js';
 
@@ -20,6 +22,16 @@ export function initJackpots(ctx) {
   let current = null;
 
   async function open() {
+    await showList();
+    if (current) await openSession(current.promotion, current.session);
+  }
+
+  async function refresh() {
+    await showList();
+    if (current) await openSession(current.promotion, current.session, null, true);
+  }
+
+  async function showList() {
     const slot = byId('sessions');
     const promotions = await api('/promotions');
     if (!promotions.ok) {
@@ -47,11 +59,11 @@ export function initJackpots(ctx) {
         ),
       ));
     }
-    fill(slot, h('h2', { text: 'RAPS jackpots' }), panels.length ? panels : h('p', { class: 'muted', text: 'No RAPS sessions at this site.' }));
-    if (current) await openSession(current.promotion, current.session);
+    const none = h('p', { class: 'muted', text: 'No RAPS sessions at this site.' });
+    keeping(slot, () => fill(slot, h('h2', { text: 'RAPS jackpots' }), panels.length ? panels : none));
   }
 
-  async function openSession(promotion, session, message) {
+  async function openSession(promotion, session, message, quiet = false) {
     current = { promotion, session };
     const slot = byId('session');
     const r = await api(path('promotions', promotion, 'jackpots', session));
@@ -59,8 +71,13 @@ export function initJackpots(ctx) {
       fill(slot, h('div', { class: 'panel' }, resultLine(r, '')));
       return;
     }
-    fill(slot, sessionPanel(promotion, session, r.data, message));
-    if (!message) slot.scrollIntoView({ block: 'start' });
+    if (current.promotion !== promotion || current.session !== session) return; // another opened meanwhile
+    if (!quiet) {
+      fill(slot, sessionPanel(promotion, session, r.data, message));
+      if (!message) slot.scrollIntoView({ block: 'start' });
+      return;
+    }
+    keeping(slot, () => fill(slot, sessionPanel(promotion, session, r.data, null)));
   }
 
   function sessionPanel(promotion, session, s, message) {
@@ -159,5 +176,5 @@ export function initJackpots(ctx) {
     );
   }
 
-  return { open, openSession };
+  return { open, openSession, refresh };
 }

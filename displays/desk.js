@@ -1,6 +1,7 @@
 // desk.js — the promotions desk page: login, tabs, the daemon's clock, and the live panel
 // (open claims with their PA announcement text, from the crew stream, which the desk role
-// may read). Each tab's work is in its own module: desk-draws.js, desk-jackpots.js,
+// may read), which also carries the desk's change marker: on a change the open tab fetches
+// what it shows again (desk-live.js), so the desk never goes stale. Each tab's work is in its own module: desk-draws.js, desk-jackpots.js,
 // desk-letters.js, desk-members.js, desk-audit.js.
 
 import { api } from './api.js';
@@ -11,6 +12,7 @@ import { LiveStream } from './stream.js';
 import { stateTag, timer, toast } from './ui.js';
 import { initAudit } from './desk-audit.js';
 import { initDraws } from './desk-draws.js';
+import { DeskWatch } from './desk-live.js';
 import { initJackpots } from './desk-jackpots.js';
 import { initLetters } from './desk-letters.js';
 import { initMembers } from './desk-members.js';
@@ -20,6 +22,13 @@ const ctx = { clock, toast, show: showTab, site: '' };
 const tabs = {};
 let live = null;
 let started = false;
+let openTab = null;
+// a change pushed by the daemon: the open tab (draws, jackpots) fetches what it shows again
+const watch = new DeskWatch(async () => {
+  const tab = openTab && tabs[openTab];
+  if (tab && tab.refresh) await tab.refresh();
+});
+window.deskWatch = watch; // the page tests read how many refreshes ran
 
 ctx.letters = initLetters(ctx);
 tabs.draws = initDraws(ctx);
@@ -60,6 +69,7 @@ function startLive(token) {
     params: { site: ctx.site },
     token,
     clock,
+    onClock: tick, // a jump, pause or change of speed shows at once
     onStatus: (status, detail) => {
       const el = byId('live');
       el.className = `status ${status}`;
@@ -71,6 +81,7 @@ function startLive(token) {
     onState: (state, changed) => {
       if (changed.includes('alerts')) renderAlerts(state.alerts || []);
       if (changed.includes('recent')) renderRecent(state.recent || []);
+      if (changed.includes('desk')) watch.observe(state.desk);
     },
   });
   live.start();
@@ -125,6 +136,7 @@ function showTab(name) {
     show(section, section.id === `tab-${tab}`);
   }
   if (location.hash !== `#${tab}`) history.replaceState(null, '', `#${tab}`);
+  openTab = tab;
   tabs[tab].open();
 }
 

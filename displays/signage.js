@@ -1,7 +1,14 @@
 // signage.js — a public floor screen, live from /ws/signage (docs/push.md). Renders each
-// section of the view into fixed places of signage.html; the full-screen winner
-// announcement shows the current round's winners with their 90-second claim timers and,
-// once known, each outcome, and stays up a while after the last change.
+// section of the view into fixed places of signage.html: the promotion's title, logo and
+// colours, the next draw with its countdown, the multiplier strip and the RAPS banner here;
+// the attract loop's slides in signage-attract.js; what takes the whole screen (a draw's
+// winners revealed one by one, then their grid and outcomes; a RAPS winner called; a RAPS
+// jackpot won) in signage-stage.js; the words in signage-words.js; the optional sound cue
+// in signage-sound.js.
+//
+// Screen settings, on the screen's URL (docs/screens/README.md): `sound=on` plays a cue per
+// event (off by default), `dwell=N` shows each slide N seconds (4–120, default 12),
+// `show=boards|upcoming|multiplier|enter` pins the attract loop to one slide.
 //
 // Runs for days: every section renders by replacing the children of one fixed container
 // (old nodes go with their contents; no listener is ever added after start), one ticker
@@ -9,28 +16,36 @@
 // Shows only what the daemon sends: names and cards arrive masked and stay as they are.
 
 import { getToken, loginForm, param, site as pageSite } from './auth.js';
-import { ServerClock, countdown, dayTime, hhmm, points, rand } from './clock.js';
-import { byId, fill, h, setText, show } from './dom.js';
+import { ServerClock, countdown, dayTime, hhmm } from './clock.js';
+import { byId, setText, show } from './dom.js';
 import { LiveStream } from './stream.js';
+import { Attract, renderBoards, renderEnter, renderMultiplierSlide, renderUpcoming } from './signage-attract.js';
+import { SoundCues } from './signage-sound.js';
+import { Stage } from './signage-stage.js';
+import { jackpotAmount, jackpotState, roundPrizes } from './signage-words.js';
 
-const HOLD_MS = 60000; // the announcement stays this long after its last change
 const TICK_MS = 250;
-const OUTCOME_WORDS = {
-  presented: 'Presented ✓',
-  verified: 'Verified ✓',
-  won: 'Winner ✓',
-  no_show: 'Not claimed — redraw',
-};
+const LOGO = /^\/signage\/logo\/[a-z0-9-]+$/;
+const COLOURS = { background: '--bg', panel: '--panel', ink: '--ink', accent: '--accent', on_accent: '--on-accent' };
+
+function setting(name, low, high, fallback) {
+  const value = Number(param(name));
+  return Number.isFinite(value) && value >= low && value <= high ? value : fallback;
+}
 
 const clock = new ServerClock();
+const cues = new SoundCues(param('sound') === 'on');
+const stage = new Stage({ clock, cues });
+const attract = new Attract({ dwellMs: setting('dwell', 4, 120, 12) * 1000, pinned: param('show') });
 let view = {};
-let winnersKey = ''; // which round the announcement shows, and each claim's state
-let winnersChangedAt = -Infinity;
 let live = null;
+let firstView = true;
+let multiplierOn = false;
 
 const el = {
   body: document.body,
   name: byId('promotion-name'),
+  logo: byId('logo'),
   area: byId('area'),
   clock: byId('clock'),
   multiplier: byId('multiplier'),
@@ -41,19 +56,13 @@ const el = {
   nextRound: byId('next-round'),
   nextWhen: byId('next-when'),
   nextCountdown: byId('next-countdown'),
+  nextPrizes: byId('next-prizes'),
   commitment: byId('commitment'),
   commitmentHash: byId('commitment-hash'),
-  slots: byId('board-slots'),
-  tables: byId('board-tables'),
-  published: byId('boards-published'),
   jackpot: byId('jackpot'),
   jackpotWhat: byId('jackpot-what'),
   jackpotState: byId('jackpot-state'),
   jackpotLeft: byId('jackpot-left'),
-  winners: byId('winners'),
-  winnersTitle: byId('winners-title'),
-  winnersSub: byId('winners-sub'),
-  winnersList: byId('winners-list'),
   connection: byId('connection'),
 };
 
@@ -61,9 +70,13 @@ const RENDER = {
   promotion: renderPromotion,
   next_draw: renderNextDraw,
   multiplier: renderMultiplier,
-  boards: renderBoards,
-  announcements: renderWinners,
+  boards: (b) => attract.offer('boards', renderBoards(b)),
+  announcements: (a) => stage.setAnnouncements(a, performance.now()),
   jackpot: renderJackpot,
+  upcoming: (rows) => {
+    attract.offer('upcoming', renderUpcoming(rows, clock));
+    renderNextDraw(view.next_draw);
+  },
 };
 
 function onState(state, changed) {
@@ -71,6 +84,7 @@ function onState(state, changed) {
   // a screen whose token fixes its area may be opened without ?area=: the stream says it
   if (!param('area') && live && live.stream) setText(el.area, `Area ${live.stream.split(':').pop()}`);
   for (const name of changed) if (RENDER[name]) RENDER[name](state[name]);
+  firstView = false;
   tick();
 }
 
@@ -86,8 +100,19 @@ function onStatus(status, detail) {
 }
 
 function renderPromotion(p) {
-  setText(el.name, p ? p.name : 'No promotion running');
-  document.title = p ? `${p.name} · floor signage` : 'Floor signage';
+  setText(el.name, p ? p.title || p.name : 'No promotion running');
+  document.title = p ? `${p.title || p.name} · floor signage` : 'Floor signage';
+  const root = document.documentElement.style;
+  for (const [key, property] of Object.entries(COLOURS)) {
+    const colour = p && p.colours ? String(p.colours[key] || '') : '';
+    if (/^#[0-9a-f]{6}$/i.test(colour)) root.setProperty(property, colour);
+    else root.removeProperty(property);
+  }
+  const logo = p && typeof p.logo === 'string' && LOGO.test(p.logo) ? p.logo : '';
+  if (logo && el.logo.getAttribute('src') !== logo) el.logo.setAttribute('src', logo);
+  el.logo.alt = p ? `${p.title || p.name} logo` : '';
+  show(el.logo, Boolean(logo) && el.logo.dataset.failed !== logo);
+  renderEnter(p && p.how_to_enter);
 }
 
 function renderNextDraw(d) {
@@ -95,6 +120,7 @@ function renderNextDraw(d) {
     setText(el.nextName, 'No draw scheduled');
     setText(el.nextRound, '');
     setText(el.nextWhen, '');
+    setText(el.nextPrizes, '');
     el.nextCountdown.removeAttribute('data-deadline');
     setText(el.nextCountdown, '');
     show(el.commitment, false);
@@ -103,6 +129,8 @@ function renderNextDraw(d) {
   setText(el.nextName, d.name);
   setText(el.nextRound, `Round ${d.round}`);
   setText(el.nextWhen, `${dayTime(d.at)}${d.place ? ` · ${d.place}` : ''}`);
+  const row = (view.upcoming || []).find((u) => u.kind === 'draw' && u.draw === d.draw && u.round === d.round && u.promotion === d.promotion);
+  setText(el.nextPrizes, roundPrizes(row));
   el.nextCountdown.dataset.deadline = d.at;
   show(el.commitment, Boolean(d.commitment));
   setText(el.commitmentHash, d.commitment ? String(d.commitment).replace(/(.{16})(?=.)/g, '$1 ') : '');
@@ -110,6 +138,9 @@ function renderNextDraw(d) {
 
 function renderMultiplier(m) {
   show(el.multiplier, Boolean(m));
+  attract.offer('multiplier', renderMultiplierSlide(m));
+  if (m && !multiplierOn && !firstView) cues.play('multiplier'); // a window opens
+  multiplierOn = Boolean(m);
   if (!m) return;
   setText(el.multiplierFactor, `${m.factor}×`);
   const sides = Array.isArray(m.sides) && m.sides.length === 1 ? `${m.sides[0]} ` : '';
@@ -117,94 +148,16 @@ function renderMultiplier(m) {
   el.multiplierLeft.dataset.deadline = m.ends_at;
 }
 
-function boardRows(rows) {
-  if (!rows || !rows.length) return h('li', { class: 'empty', text: 'Not published yet' });
-  return rows.slice(0, 10).map((r) =>
-    h(
-      'li',
-      {},
-      h('span', { class: 'rank', text: String(r.rank) }),
-      h('span', { class: 'name', text: r.name || '' }),
-      h('span', { class: 'card mono', text: r.card || '' }),
-      h('span', { class: 'pts mono', text: points(r.points) }),
-    ));
-}
-
-function renderBoards(b) {
-  // a promotion without public boards gives the next draw the whole screen
-  byId('screen').classList.toggle('no-boards', !b);
-  fill(el.slots, boardRows(b && b.slots));
-  fill(el.tables, boardRows(b && b.tables));
-  setText(el.published, b && b.published_at ? `Published ${dayTime(b.published_at)} · updated every Friday` : '');
-}
-
-/** The winners of the newest round: every claim of the same draw and round. */
-function currentRound(announcements) {
-  if (!announcements || !announcements.length) return [];
-  const newest = announcements[0];
-  return announcements
-    .filter((a) => a.promotion === newest.promotion && a.draw === newest.draw && a.round === newest.round)
-    .sort((a, b) => a.claim - b.claim)
-    .slice(-10);
-}
-
-function renderWinners(announcements) {
-  const round = currentRound(announcements);
-  const key = JSON.stringify(round.map((a) => [a.draw, a.round, a.claim, a.state, a.prize]));
-  if (key !== winnersKey) {
-    winnersKey = key;
-    winnersChangedAt = round.length ? performance.now() : -Infinity;
-  }
-  if (!round.length) {
-    fill(el.winnersList);
-    return;
-  }
-  const first = round[0];
-  setText(el.winnersTitle, round.length > 1 ? 'Winners' : 'Winner');
-  setText(el.winnersSub, `${first.title || first.draw} · round ${first.round} — present yourself within 90 seconds with your ID and ticket receipt`);
-  el.winners.classList.toggle('many', round.length > 6);
-  const portrait = window.matchMedia('(orientation: portrait)').matches;
-  const n = round.length;
-  const cols = portrait ? Math.min(n, 2) : n <= 3 ? n : n === 4 ? 2 : n <= 9 ? 3 : 4;
-  el.winnersList.className = `winner-list cols-${cols}`;
-  fill(el.winnersList, round.map(winnerCard));
-}
-
-function winnerCard(a) {
-  const outcome = a.state === 'announced' ? '' : a.outcome || a.state;
-  const words = outcome === 'won' && a.prize ? `Won ${a.prize}` : OUTCOME_WORDS[outcome] || String(outcome).replace(/_/g, ' ');
-  return h(
-    'div',
-    { class: `winner ${outcome}`, dataset: { claim: String(a.claim), state: a.state } },
-    h('span', { class: 'name', text: a.name || '****' }),
-    h('span', { class: 'card mono', text: a.card ? `card ${a.card}` : '' }),
-    a.state === 'announced' && a.deadline
-      ? [
-        h('span', { class: 'timer mono', dataset: { deadline: a.deadline }, text: countdown(clock.left(a.deadline)) }),
-        h('span', { class: 'bar' }, h('span', { dataset: { deadline: a.deadline, total: '90000' } })),
-      ]
-      : h('span', { class: 'outcome', text: words }),
-  );
-}
-
 function renderJackpot(j) {
   show(el.jackpot, Boolean(j));
+  stage.setJackpot(j, performance.now());
   if (!j) return;
-  const amount = typeof j.amount_cents === 'number' ? `${rand(j.amount_cents)} · ` : '';
-  setText(el.jackpotWhat, `${j.name || 'Jackpot'} #${j.number} · ${amount}${hhmm(j.at)}`);
-  const winner = j.winner ? `${j.winner.name} ${j.winner.card}`.trim() : '';
-  const states = {
-    upcoming: 'next jackpot',
-    won: `Won by ${winner}`,
-    announced: `${winner}: present yourself now`,
-    alerted: 'A winner has been drawn',
-    crew_at_device: 'Our crew is on the way',
-    reselected: 'Redrawing…',
-  };
-  setText(el.jackpotState, states[j.state] || String(j.state || '').replace(/_/g, ' '));
+  const amount = jackpotAmount(j);
+  setText(el.jackpotWhat, `${j.name || 'Jackpot'} #${j.number} · ${amount ? `${amount} · ` : ''}${hhmm(j.at)}`);
+  setText(el.jackpotState, jackpotState(j));
   el.jackpot.classList.toggle('won', j.state === 'won');
   if (j.state === 'upcoming') el.jackpotLeft.dataset.deadline = j.at;
-  else if (j.deadline) el.jackpotLeft.dataset.deadline = j.deadline;
+  else if (j.deadline && j.state === 'announced') el.jackpotLeft.dataset.deadline = j.deadline;
   else {
     el.jackpotLeft.removeAttribute('data-deadline');
     setText(el.jackpotLeft, '');
@@ -212,6 +165,9 @@ function renderJackpot(j) {
 }
 
 function tick() {
+  const now = performance.now();
+  stage.tick(now);
+  if (attract.tick(now) === 'upcoming') renderUpcoming(view.upcoming, clock); // days and times as of now
   setText(el.clock, clock.wallTime());
   for (const node of document.querySelectorAll('[data-deadline]')) {
     const left = clock.left(node.dataset.deadline);
@@ -229,9 +185,6 @@ function tick() {
   el.nextCountdown.classList.toggle('far', left >= 3600000);
   el.nextCountdown.classList.toggle('days', left >= 86400000);
   if (due) setText(el.nextCountdown, 'Drawing now');
-  const round = currentRound(view.announcements);
-  const open = round.some((a) => a.state === 'announced');
-  show(el.winners, round.length > 0 && (open || performance.now() - winnersChangedAt < HOLD_MS));
 }
 
 async function start(token) {
@@ -244,11 +197,16 @@ async function start(token) {
     token,
     clock,
     onState,
+    onClock: tick, // a jump, pause or change of speed shows at once
     onStatus,
   });
   live.start();
 }
 
+el.logo.addEventListener('error', () => { // a logo that cannot be had: the title alone
+  el.logo.dataset.failed = el.logo.getAttribute('src') || '';
+  show(el.logo, false);
+});
 setInterval(tick, TICK_MS);
 if (getToken()) start(getToken());
 else {

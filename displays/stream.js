@@ -9,6 +9,8 @@
 // onState(state, changed)  the whole view (sections) and the names of the sections changed
 // onEvents(events)         one-shot cues (a winner to announce, an alert to vibrate for)
 // onStatus(status, detail) 'connecting' | 'live' | 'reconnecting' | 'denied'
+// onClock()                optional: the daemon's clock changed (a jump, pause, resume or
+//                          speed; `clock` is told every message's clock): redraw the times
 // onRevoked(reason)        optional: the token was refused (4401: revoked, expired); the
 //                          stream stops instead of retrying, and the page signs out
 //
@@ -21,7 +23,7 @@ const BACKOFF_MAX_MS = 10000;
 const DENIED_RETRY_MS = 30000; // a refused token does not heal by itself; try now and then
 
 export class LiveStream {
-  constructor({ path, params = {}, token, clock, onState, onEvents, onStatus, onRevoked }) {
+  constructor({ path, params = {}, token, clock, onState, onEvents, onStatus, onRevoked, onClock }) {
     this.path = path;
     this.params = params;
     this.token = token;
@@ -30,6 +32,7 @@ export class LiveStream {
     this.onEvents = onEvents || (() => {});
     this.onStatus = onStatus || (() => {});
     this.onRevoked = onRevoked || null;
+    this.onClock = onClock || (() => {});
     this.state = {};
     this.epoch = null;
     this.seq = null;
@@ -160,7 +163,12 @@ export class LiveStream {
     } catch {
       return;
     }
-    if (msg.at && this.clock) this.clock.observe(msg.at);
+    const moved = this.clock ? this.clock.observe(msg.at, msg.clock, msg.type === 'snapshot') : false;
+    this.handle(msg);
+    if (moved) this.onClock();
+  }
+
+  handle(msg) {
     if (msg.type === 'snapshot') {
       this.stream = msg.stream || '';
       this.epoch = msg.epoch;

@@ -21,6 +21,7 @@ from bonusd.api import (
     draws,
     floor,
     jackpots,
+    logos,
     members,
     notices,
     operations,
@@ -115,6 +116,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     include(app, jackpots.router)
     include(app, notices.router)
     include(app, pages.router)
+    include(app, logos.router)  # the promotions' logos on the floor screens
     if ctx.push is not None:  # the live push: /ws/signage, /ws/crew
         app.add_middleware(KeepTransport)
         include(app, push.router)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request, WebSocket
@@ -53,6 +54,7 @@ class ApiContext:
     jackpots: RapsRunner
     reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
     push: PushHub | None = None  # the live push (/ws/signage, /ws/crew)
+    promotions_folder: Path | None = None  # where the promotions' logo files are; None: none
     # built from the above
     importer: Importer = field(init=False)  # one registry import at a time, off the loop
     active_floor: ActiveFloor = field(init=False)  # the paged reads of /floor/active

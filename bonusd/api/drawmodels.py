@@ -24,6 +24,8 @@ class DrawRoundOut(BaseModel):
     pool_tickets: int | None  # tickets in the frozen pool
     seed: str | None  # the seed (hex) once revealed, so anyone can recompute the picks
     reveals: int  # sealed prize reveals loaded for the round
+    picks: int  # picks made in the round so far (drawn, or hand-drawn tickets accepted)
+    drawn_at: IsoTime | None  # when the round's first pick was made; null until then
 
 
 class SeatOut(BaseModel):
@@ -87,6 +89,12 @@ class LetterOut(BaseModel):
     state: DrawClaimState  # the claim's state
 
 
+def _drawn_at(book: DrawBook, key: tuple[str, int]) -> dt.datetime | None:
+    """When round `key` made its first pick: the draw time of its earliest claim."""
+    times = [book.claims[cid].draw_at for cid, (k, _) in book.claim_round.items() if k == key]
+    return min(times, default=None)
+
+
 def book_out(book: DrawBook, now: dt.datetime) -> DrawBookOut:
     """The draw `book` as the API shows it at `now` (the claims' seconds left)."""
     rounds = [
@@ -101,6 +109,8 @@ def book_out(book: DrawBook, now: dt.datetime) -> DrawBookOut:
             pool_tickets=rnd.pool.total if rnd.pool else None,
             seed=rnd.seed.hex() if key in book.revealed else None,
             reveals=len(book.prizes.get(key, ())),
+            picks=len(rnd.picks) + len(rnd.manual_picks),
+            drawn_at=_drawn_at(book, key),
         )
         for key, rnd in sorted(book.draw.rounds.items(), key=lambda kv: (kv[0][1], kv[0][0]))
     ]

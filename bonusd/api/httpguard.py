@@ -74,7 +74,7 @@ PAGE_HEADERS = {
     "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
 }
 PAGE_PATHS = frozenset({"/signage", "/crew", "/desk"})
-STATIC_PREFIXES = ("/displays/", "/docs/static/")  # files without data: may be revalidated
+STATIC_PREFIXES = ("/displays/", "/docs/static/", "/signage/logo/")  # no data: revalidated
 _OPEN = frozenset({"start_map", "start_array"})
 _CLOSE = frozenset({"end_map", "end_array"})
 

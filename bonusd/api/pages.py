@@ -46,8 +46,8 @@ SECURE_HEADERS = {**PAGE_HEADERS, "Cache-Control": "no-store"}
 
 def clock_rate(clock: Clock) -> float:
     """Daemon seconds per real second now: 1, a simulated speed, 0 for a paused shared
-    clock or a test clock that moves only when told. The pages run their countdowns at
-    this rate between messages (and notice a later change of speed by themselves)."""
+    clock or a test clock that moves only when told. The pages run at this rate only until
+    the stream's first message, which carries the clock's state (docs/push.md)."""
     if isinstance(clock, ManualClock):
         return 0.0
     try:

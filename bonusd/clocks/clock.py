@@ -106,6 +106,10 @@ class ManualClock:
         while self._now < instant:
             await self._changed.wait()
 
+    async def changed(self) -> None:
+        """Return at the next `set` or `advance` (the live push tells the screens at once)."""
+        await self._changed.wait()
+
 
 ClockMode = Literal["", "wall", "simulated", "shared"]
 

@@ -140,6 +140,11 @@ class SharedClock:
             except TimeoutError:
                 pass
 
+    async def changed(self) -> None:
+        """Return at the next change this process learns of, its own or one its watcher
+        heard: a pause, resume, jump or change of speed (the live push tells the screens)."""
+        await self._changed.wait()
+
     # -- Redis --------------------------------------------------------------------------------
 
     async def open(self) -> ClockState:

@@ -22,6 +22,7 @@ from pydantic_core import ErrorDetails
 
 from bonusd.promotions.checks import check_marked_paths, check_promotion, path_of
 from bonusd.promotions.errors import PromotionFileError, PromotionProblem
+from bonusd.promotions.logofile import logo_problem
 from bonusd.promotions.schema import Promotion
 
 
@@ -45,13 +46,17 @@ def parse_promotion(text: str, *, source: str) -> Promotion:
 
 
 def load_promotion(path: Path) -> Promotion:
-    """Read and check one promotion file."""
+    """Read and check one promotion file, and the logo file it names beside it."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problem = PromotionProblem(path.name, "(file)", f"cannot read it: {exc}")
         raise PromotionFileError(path.name, [problem]) from exc
-    return parse_promotion(text, source=path.name)
+    promotion = parse_promotion(text, source=path.name)
+    logo = logo_problem(path.parent, promotion.signage.logo)
+    if logo is not None:
+        raise PromotionFileError(path.name, [PromotionProblem(path.name, "signage.logo", logo)])
+    return promotion
 
 
 def load_promotions(folder: Path) -> tuple[Promotion, ...]:

@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from bonusd.clocks.clock import GamingCalendar, known_zone
+from bonusd.promotions.branding import Signage
 from bonusd.promotions.kinds import (
     BOTH_SIDES,
     Channel,
@@ -315,6 +316,7 @@ class Promotion(_Model):
     draws: dict[Slug, DrawEntry] = Field(default_factory=dict)
     draw_series: dict[Slug, DrawSeries] = Field(default_factory=dict)
     jackpot_series: dict[Slug, JackpotSeries] = Field(default_factory=dict)
+    signage: Signage = Field(default_factory=Signage)  # the floor screens' look (branding.py)
 
     @field_validator("timezone")
     @classmethod

@@ -19,13 +19,14 @@ from bonusd.draws.claims import ClaimRole, Machine
 from bonusd.errors import NotFoundError
 from bonusd.notices.announcements import Moment, WinnerEvent, occasion_of, pa_text
 from bonusd.promotions import JackpotSession, Promotion
+from bonusd.push.deskview import DESK_SECTION, desk_marker
 from bonusd.push.views import OUTCOMES, Inputs, View, draw_claims
 from bonusd.raps.book import RapsBook
 from bonusd.raps.plan import JackpotState
 from bonusd.raps.reselection import REASONED
 from bonusd.raps.rules import RapsClaim
 
-CREW_SECTIONS = ("alerts", "recent")
+CREW_SECTIONS = ("alerts", "recent", DESK_SECTION)
 RECENT = dt.timedelta(minutes=30)  # settled claims stay in "recent" this long
 MAX_RECENT = 10
 OPEN_DRAW = frozenset({"announced", "presented", "verified"})
@@ -61,7 +62,8 @@ Row = tuple[bool, dt.datetime | None, dt.datetime, dt.datetime, dict[str, Any]]
 
 def crew_view(inp: Inputs) -> View:
     """The crew's view of the site: open claims by urgency (soonest deadline first), and
-    the claims settled in the last half hour, newest first."""
+    the claims settled in the last half hour, newest first; and the desk's change marker
+    (`bonusd.push.deskview`)."""
     rows = list(_draw_alerts(inp)) + list(_raps_alerts(inp))
     far = dt.datetime.max.replace(tzinfo=dt.UTC)
     alerts = sorted(
@@ -73,7 +75,11 @@ def crew_view(inp: Inputs) -> View:
         key=lambda r: (r[3], r[4]["subject"], r[4]["claim"]),
         reverse=True,
     )
-    return {"alerts": [r[4] for r in alerts], "recent": [r[4] for r in recent[:MAX_RECENT]]}
+    return {
+        "alerts": [r[4] for r in alerts],
+        "recent": [r[4] for r in recent[:MAX_RECENT]],
+        DESK_SECTION: desk_marker(inp),  # when the desk fetches its tables again
+    }
 
 
 def _actions(

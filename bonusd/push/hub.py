@@ -10,7 +10,9 @@ Triggers: the Redis channel `{base}notify`, published in the same MULTI as every
 commit (`audit_store`), so every daemon of a site hears every draw step; `announce()`
 from the service's own handlers (boards published, multiplier windows); and a one-second
 tick for clocks and as the fallback when a notification is lost. Only streams with
-subscribers are recomputed, from one read of the site's inputs (`views.Inputs`).
+subscribers are recomputed, from one read of the site's inputs (`views.Inputs`). A change
+of the clock (a jump, pause, resume or speed) goes to every stream as a delta at once
+(`bonusd.push.clockstate`), and the views are recomputed.
 
 Revocations travel on the same channel (`token-revoked:{id}`, `TokenStore.revoke`): the
 hub kicks every subscriber holding that token (4401) the moment it hears one, and looks
@@ -40,6 +42,7 @@ from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import REDIS_ERRORS
 from bonusd.promotions import Side
 from bonusd.promotions.store import PromotionStore
+from bonusd.push.clockstate import ClockWatch
 from bonusd.push.stream import REVOKED, SHUTDOWN, PushStats, Stream, Subscriber
 from bonusd.push.views import (
     Inputs,
@@ -86,6 +89,7 @@ class PushHub:
         handshake_s: float = 10.0,
     ) -> None:
         self._redis, self._keys, self._clock, self._zone = redis, keys, clock, zone
+        self.clock_watch = ClockWatch(clock, zone)
         self._promotions = promotions
         self._draw_book, self._session_book = draw_book, session_book
         self.queue_size, self.resume_deltas = queue_size, resume_deltas
@@ -132,7 +136,8 @@ class PushHub:
         key = self.stream_key(area)
         stream = self.streams.get(key)
         if stream is None:
-            stream = self.streams[key] = Stream(key, area or "", self.resume_deltas)
+            ring, clock = self.resume_deltas, self.clock_watch.message
+            stream = self.streams[key] = Stream(key, area or "", ring, clock)
         stream.idle = 0  # not forgotten while this waits
         if stream.view is None or not stream.subscribers:
             await self.refresh([stream])  # not kept current while nobody watched
@@ -195,6 +200,8 @@ class PushHub:
                 tg.create_task(cancel_when(stop, listener), name="push-listen-end")
                 tg.create_task(self._ticker(stop), name="push-tick")
                 tg.create_task(self._loop(stop), name="push-loop")
+                clock = tg.create_task(self.clock_watch.follow(self.clock_moved), name="push-clock")
+                tg.create_task(cancel_when(stop, clock), name="push-clock-end")
         finally:
             for stream in self.streams.values():
                 for sub in list(stream.subscribers):
@@ -226,6 +233,7 @@ class PushHub:
         snapshots, streams nobody watches forgotten, and the collector kept off
         long-lived connections."""
         self.ticks += 1
+        self.clock_moved()  # a clock that announces no change (or one missed) is polled
         at = self._at()
         for key, stream in list(self.streams.items()):
             stream.at = at  # a snapshot sent now carries a fresh clock
@@ -258,6 +266,16 @@ class PushHub:
         gc.freeze()
         self._gc_frozen = subscribers
         logger.info("push: %d connection(s) settled; kept out of full collections", subscribers)
+
+    def clock_moved(self) -> None:
+        """Tell every stream of a change of the clock, if there was one, and recompute."""
+        went_back = self.clock_watch.poll()
+        if went_back is None:
+            return
+        at = self._at()
+        for stream in self.streams.values():
+            stream.clock_moved(at, went_back=went_back)
+        self._wake.set()
 
     def _at(self) -> str:
         return self._clock.now().astimezone(self._zone).isoformat(timespec="seconds")
@@ -330,6 +348,7 @@ class PushHub:
             boards=boards,
             names=names,
             places=await self._places(wanted),
+            audit_seq=await self._redis.llen(self._keys.audit),
         )
 
     async def _book(

@@ -6,8 +6,10 @@ queue without waiting. A subscriber whose queue is full is dropped to a fresh sn
 (its queue becomes one "send the snapshot" marker; deltas the snapshot covers are then
 skipped); one whose queue fills again before its connection took anything off it is
 kicked (closed 4429 by its connection), as is one whose token is revoked or expires
-(4401). No I/O here: `bonusd.push.hub` drives the streams,
-`bonusd.api.push` drains the queues into websockets.
+(4401). Every message carries the daemon's clock as of its writing (`clock`,
+`bonusd.push.clockstate`); a snapshot's is written at each send, as the rest of it may be
+a tick old. No I/O here: `bonusd.push.hub` drives the streams, `bonusd.api.push` drains
+the queues into websockets.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +31,8 @@ SHUTDOWN, TOO_SLOW = 1001, 4429
 REVOKED = EXPIRED = 4401  # the token a connection was opened with is no longer valid
 Item = tuple[int | None, str] | None
 """(seq, text) of a delta, (None, text) of a ping, None: send a fresh snapshot."""
+ClockMessage = Callable[[], dict[str, Any]]
+"""The `clock` object of a message written now (`ClockWatch.message`)."""
 _encoder = msgspec.json.Encoder()
 
 
@@ -99,8 +104,9 @@ class Subscriber:
 class Stream:
     """One stream's view, sequence, recent deltas and subscribers."""
 
-    def __init__(self, key: str, area: str, ring: int) -> None:
+    def __init__(self, key: str, area: str, ring: int, clock: ClockMessage | None = None) -> None:
         self.key, self.area = key, area
+        self.clock: ClockMessage = clock or dict
         self.crew = key.startswith("crew:")
         self.epoch = uuid.uuid4().hex[:16]
         self.seq = 0
@@ -116,7 +122,8 @@ class Stream:
         return crew_view(inputs) if self.crew else signage_view(inputs, self.area)
 
     def snapshot(self) -> tuple[int, str]:
-        """(seq, text) of the whole view now; serialised once per change and tick."""
+        """(seq, text) of the whole view now; the view serialised once per change and
+        tick, the clock at each call (the screen learns the daemon's time from it)."""
         cached = self._snapshot
         if cached is None or cached[0] != self.seq or cached[1] != self.at:
             text = encode(
@@ -130,7 +137,7 @@ class Stream:
                 }
             )
             cached = self._snapshot = (self.seq, self.at, text)
-        return cached[0], cached[2]
+        return cached[0], f'{cached[2][:-1]},"clock":{encode(self.clock())}}}'
 
     def advance(self, view: View, at: str) -> bool:
         """Take the new view; send the changed sections (and cues) as the next delta."""
@@ -141,17 +148,33 @@ class Stream:
         self.view = view
         if old is not None and not changed and not events:
             return False
+        self._send(at, changed, events)
+        return True
+
+    def clock_moved(self, at: str, *, went_back: bool) -> None:
+        """The clock jumped, paused, resumed or changed speed: a delta saying so alone.
+        A clock that went back sends every subscriber a fresh snapshot after it (a page
+        never shows time running backwards otherwise)."""
+        if self.view is None:
+            return  # nothing sent yet: the first snapshot carries the clock
+        self.at = at
+        self._send(at, {}, [])
+        if went_back:
+            for sub in list(self.subscribers):
+                sub.offer(None)
+
+    def _send(self, at: str, changed: View, events: list[dict[str, Any]]) -> None:
         self.seq += 1
         delta = {"type": "delta", "stream": self.key, "epoch": self.epoch, "seq": self.seq}
-        text = encode(delta | {"at": at, "set": changed, "events": events})
+        text = encode(delta | {"at": at, "clock": self.clock(), "set": changed, "events": events})
         self.ring.append((self.seq, text))
         for sub in list(self.subscribers):
             sub.offer((self.seq, text))
-        return True
 
     def ping(self, at: str) -> None:
         self.at = at
-        text = encode({"type": "ping", "stream": self.key, "seq": self.seq, "at": at})
+        ping = {"type": "ping", "stream": self.key, "seq": self.seq, "at": at}
+        text = encode(ping | {"clock": self.clock()})
         for sub in list(self.subscribers):
             sub.offer((None, text))
 

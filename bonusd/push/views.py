@@ -6,33 +6,56 @@ public view of one area, a dict of named sections (docs/push.md) holding only JS
 values, every name and card masked (`bonusd.registry.masking`). `diff` gives the sections that
 changed and `signage_events` the one-shot cues a change carries (a new winner, an
 outcome, a multiplier window). `relevant_draws` / `relevant_sessions` / `board_draws` /
-`cards_needed` tell the caller which books, boards and member names to read. The crew's
-view of the same inputs is `bonusd.push.crewview`.
+`cards_needed` tell the caller which books, boards and member names to read. The sections
+of the attract loop (the promotion's look, what is coming up) are `bonusd.push.attract`,
+the RAPS jackpot's `bonusd.push.jackpotview`; the crew's view of the same inputs is
+`bonusd.push.crewview`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from bonusd.draws.book import DrawBook
 from bonusd.promotions import Draw, Promotion
 from bonusd.promotions.multipliers import multiplier_windows
 from bonusd.promotions.timing import round_instants
+from bonusd.push.attract import promotion_section, upcoming
+from bonusd.push.jackpotview import jackpot_banner
+from bonusd.push.viewinputs import LINGER, Inputs, Place, View, drawn, today
 from bonusd.raps.book import RapsBook
-from bonusd.raps.plan import JackpotState
 from bonusd.registry.masking import public_member
 
-View = dict[str, Any]
-LINGER = dt.timedelta(minutes=15)  # a round past its time and not drawn yet stays "next"
-JACKPOT_SHOWN = dt.timedelta(minutes=10)  # a settled jackpot stays on the banner this long
+__all__ = [  # Inputs, Place and View live in bonusd.push.viewinputs; importable from here
+    "OUTCOMES",
+    "SIGNAGE_SECTIONS",
+    "Inputs",
+    "Place",
+    "View",
+    "board_draws",
+    "cards_needed",
+    "current_promotion",
+    "diff",
+    "draw_claims",
+    "relevant_draws",
+    "relevant_sessions",
+    "signage_events",
+    "signage_view",
+]
 MAX_ANNOUNCEMENTS, BOARD_ROWS = 20, 10
 
-SIGNAGE_SECTIONS = ("promotion", "next_draw", "multiplier", "boards", "announcements", "jackpot")
+SIGNAGE_SECTIONS = (
+    "promotion",
+    "next_draw",
+    "multiplier",
+    "boards",
+    "announcements",
+    "jackpot",
+    "upcoming",
+)
 OUTCOMES = {
     "presented": "presented",
     "verified": "verified",
@@ -44,40 +67,8 @@ OUTCOMES = {
 }
 
 
-@dataclass(frozen=True)
-class Place:
-    """Where a member is on the floor now."""
-
-    area: str
-    bank: str
-    device: str
-    seat: int | None = None
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Everything a view is computed from, read at one instant."""
-
-    now: dt.datetime
-    zone: ZoneInfo
-    site: str
-    promotions: tuple[Promotion, ...]
-    draws: Mapping[str, DrawBook] = field(default_factory=dict)  # subject -> book
-    sessions: Mapping[str, RapsBook] = field(default_factory=dict)  # subject -> book
-    boards: Mapping[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
-    names: Mapping[str, str] = field(default_factory=dict)  # card -> full name
-    places: Mapping[str, Place] = field(default_factory=dict)  # card -> where, if active
-
-    def iso(self, at: dt.datetime | None) -> str | None:
-        return None if at is None else at.astimezone(self.zone).isoformat(timespec="seconds")
-
-
 def _number(value: Decimal) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
-
-
-def _today(promotion: Promotion, now: dt.datetime) -> dt.date:
-    return promotion.calendar.gaming_day(now)
 
 
 # -- what to read -------------------------------------------------------------------------
@@ -86,24 +77,22 @@ def relevant_draws(promotions: tuple[Promotion, ...], now: dt.datetime) -> list[
     and tomorrow (gaming days); an older or later draw has no claim or pick to show."""
     out = []
     for promotion in promotions:
-        today = _today(promotion, now)
+        day = today(promotion, now)
         for draw in promotion.draw_list:
-            if abs((draw.date - today).days) <= 1:
+            if abs((draw.date - day).days) <= 1:
                 out.append((promotion.id, draw.id))
     return out
 
 
 def relevant_sessions(promotions: tuple[Promotion, ...], now: dt.datetime) -> list[tuple[str, str]]:
     """(promotion, session) of today's RAPS sessions."""
-    return [
-        (p.id, s.id) for p in promotions for s in p.jackpot_sessions if s.date == _today(p, now)
-    ]
+    return [(p.id, s.id) for p in promotions for s in p.jackpot_sessions if s.date == today(p, now)]
 
 
 def current_promotion(promotions: tuple[Promotion, ...], now: dt.datetime) -> Promotion | None:
     """The promotion running now (the first by start date), else the next to start."""
-    running = [p for p in promotions if p.start <= _today(p, now) <= p.end]
-    later = [p for p in promotions if _today(p, now) < p.start]
+    running = [p for p in promotions if p.start <= today(p, now) <= p.end]
+    later = [p for p in promotions if today(p, now) < p.start]
     for group in (running, later):
         if group:
             return min(group, key=lambda p: (p.start, p.id))
@@ -119,7 +108,7 @@ def board_draws(promotions: tuple[Promotion, ...], now: dt.datetime) -> list[tup
     boards = [d for d in promotion.draw_list if d.leaderboard]
     if not boards:
         return []
-    ahead = [d for d in boards if d.date >= _today(promotion, now)]
+    ahead = [d for d in boards if d.date >= today(promotion, now)]
     return [(promotion.id, (ahead[0] if ahead else boards[-1]).id)]
 
 
@@ -140,19 +129,14 @@ def signage_view(inp: Inputs, area: str) -> View:
     """The public view of one area: masked, no full name and no full card number."""
     promotion = current_promotion(inp.promotions, inp.now)
     return {
-        "promotion": {"id": promotion.id, "name": promotion.name, "site": promotion.site}
-        if promotion
-        else None,
+        "promotion": promotion_section(promotion),
         "next_draw": _next_draw(inp),
         "multiplier": _multiplier(inp, promotion),
         "boards": _boards(inp),
         "announcements": _announcements(inp),
-        "jackpot": _jackpot(inp, area),
+        "jackpot": jackpot_banner(inp, area),
+        "upcoming": upcoming(inp, area),
     }
-
-
-def _drawn(book: DrawBook | None, number: int) -> bool:
-    return book is not None and any(k[1] == number for k, _ in book.claim_round.values())
 
 
 def _next_draw(inp: Inputs) -> dict[str, Any] | None:
@@ -161,7 +145,7 @@ def _next_draw(inp: Inputs) -> dict[str, Any] | None:
         for draw in promotion.draw_list:
             book = inp.draws.get(f"{promotion.id}.{draw.id}")
             for number, at in enumerate(round_instants(promotion, draw), 1):
-                if at < inp.now - LINGER or _drawn(book, number):
+                if at < inp.now - LINGER or drawn(book, number):
                     continue
                 if found is None or at < found[0]:
                     found = (at, promotion, draw, number)
@@ -236,7 +220,7 @@ def draw_claims(inp: Inputs) -> Iterator[tuple[Promotion, DrawBook, int]]:
 def _announcements(inp: Inputs) -> list[dict[str, Any]]:
     rows = []
     for promotion, book, cid in draw_claims(inp):
-        if promotion.draw(book.plan.draw_id).date != _today(promotion, inp.now):
+        if promotion.draw(book.plan.draw_id).date != today(promotion, inp.now):
             continue
         claim = book.claims[cid]
         (tombola, number), _ = book.claim_round[cid]
@@ -258,54 +242,6 @@ def _announcements(inp: Inputs) -> list[dict[str, Any]]:
         rows.append((claim.history[0].at, cid, row))
     rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
     return [r for _, _, r in rows[:MAX_ANNOUNCEMENTS]]
-
-
-def _jackpot_shown(book: RapsBook, now: dt.datetime) -> JackpotState | None:
-    ran = [st for st in book.jackpots.values() if st.attempt > 0]
-    last = max(ran, key=lambda st: st.number) if ran else None
-    if last is not None and (not book.settled(last.number) or now < last.at + JACKPOT_SHOWN):
-        return last
-    ahead = [st for st in book.jackpots.values() if st.attempt == 0 and st.at >= now - LINGER]
-    return min(ahead, key=lambda st: st.at) if ahead else last
-
-
-def _jackpot(inp: Inputs, area: str) -> dict[str, Any] | None:
-    for promotion in inp.promotions:
-        for session in promotion.jackpot_sessions:
-            book = inp.sessions.get(f"{promotion.id}.{session.id}")
-            if book is None or area not in session.areas:
-                continue
-            st = _jackpot_shown(book, inp.now)
-            if st is None:
-                continue
-            claim = book.claims[st.claims[-1]] if st.claims else None
-            won = book.won(st.number)
-            if st.attempt == 0:
-                state = "upcoming"
-            elif won is not None:
-                state, claim = "won", won
-            elif claim is not None:
-                state = str(claim.state)
-            else:
-                state = st.outcome or ("retrying" if st.retry_at else "drawn")
-            values = (
-                promotion.prize_sets[session.prize_set].values_cents if session.prize_set else []
-            )
-            return {
-                "promotion": promotion.id,
-                "session": session.id,
-                "name": session.name,
-                "number": st.number,
-                "at": inp.iso(st.at),
-                "amount_cents": values[(st.number - 1) % len(values)] if values else None,
-                "prizes": st.prizes,
-                "state": state,
-                "winner": public_member(inp.names.get(claim.card, ""), claim.card)
-                if claim is not None
-                else None,
-                "deadline": inp.iso(claim.deadline_now()) if claim is not None else None,
-            }
-    return None
 
 
 # -- changes ------------------------------------------------------------------------------

@@ -203,6 +203,7 @@ class Service:
                 jackpots=self.jackpots,
                 reload_promotions=self.reload_promotions,
                 push=self.push,
+                promotions_folder=self.settings.promotions,  # the signage logos (api/logos.py)
             )
         )
         self.scheduler = Scheduler(
@@ -229,8 +230,7 @@ class Service:
         if not await self._probe_redis():
             logger.warning("starting anyway; ingest waits for Redis")
         else:
-            # the first gaming day telemetry covers ("3 months actives" falls back to the
-            # member record's last_visit before it)
+            # the first gaming day of telemetry (before it, "3 months actives" use last_visit)
             today = self.calendar.gaming_day(self.clock.now()).isoformat()
             await self.redis.hsetnx(self.keys.stats, "telemetry_since", today)
         return self

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import struct
 import tempfile
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +47,12 @@ FESTA = "montecasino-festa-fortuna"
 
 
 async def new_page(
-    browser: Browser, *, width: int = 1920, height: int = 1080, mobile: bool = False
+    browser: Browser,
+    *,
+    width: int = 1920,
+    height: int = 1080,
+    mobile: bool = False,
+    reduced_motion: bool = False,
 ) -> Page:
     """A page in a fresh context (its own sessionStorage); console errors fail the test."""
     context = await browser.new_context(
@@ -53,6 +60,7 @@ async def new_page(
         device_scale_factor=1,
         is_mobile=mobile,
         has_touch=mobile,
+        reduced_motion="reduce" if reduced_motion else "no-preference",
     )
     page = await context.new_page()
     page.set_default_timeout(WAIT_MS)
@@ -150,6 +158,18 @@ def promotions_folder(tmp_path: Path, site: str, *ids: str) -> Path:
             text = text.replace(f'site = "{seed_site}"', f'site = "{site}"')
         (folder / f"{pid}.toml").write_text(text)
     return folder
+
+
+def png(width: int = 48, height: int = 24, rgba: bytes = b"\xff\xc9\x3c\xff") -> bytes:
+    """A valid PNG of one colour (a promotion's logo in the tests)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + rgba * width for _ in range(height))
+    head = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(rows))
 
 
 @dataclass

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Dialog, expect
+from playwright.async_api import Browser, expect
 
 from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
@@ -77,20 +77,12 @@ async def test_desk_runs_a_draw_and_prints_a_prize_letter(
         await expect(panel).to_contain_text("5 prize value(s) sealed")
         await shot(page, "desk-draw-before")
 
-        # run round 1 from the page before its time: the page asks first, and the daemon
-        # refuses while the entry bin is open (it closes at 19:00, on the scheduler's clock)
-        asked: list[str] = []
-
-        async def confirm(dialog: Dialog) -> None:
-            asked.append(dialog.message)
-            await dialog.accept()
-
-        page.once("dialog", confirm)
-        await panel.locator("button[name=run-round-1]").click()
-        await expect(panel).to_contain_text(
-            f"Refused: the entry bin of {DRAW} closes at 2026-11-07T19:00:00+02:00 (in 0:20:00)"
-        )
-        assert asked and "before its time" in asked[0]
+        # round 1 cannot be run from the page while the entry bin is open: the button is
+        # disabled with the reason (it closes at 19:00, on the scheduler's clock)
+        run_1 = panel.locator("button[name=run-round-1]")
+        await expect(run_1).to_be_disabled()
+        await expect(run_1).to_have_attribute("title", "the entry bin closes at 19:00")
+        await expect(panel).to_contain_text("the entry bin closes at 19:00")
         await expect(panel).to_contain_text("not frozen")
         clock.set(at(11, 7, 19))  # the scheduler closes the bin and draws round 1
 
@@ -98,10 +90,11 @@ async def test_desk_runs_a_draw_and_prints_a_prize_letter(
             return bool((await d.get(f"/promotions/{GH}/draws/halfway/book"))["claims"])
 
         await wait_for(drawn, "the scheduler to draw round 1")
-        await panel.locator("button", has_text="Refresh").click()
         book = await d.get(f"/promotions/{GH}/draws/halfway/book")
         claims = [c for c in book["claims"] if c["round"] == 1]
         assert len(claims) == 5 and all(c["state"] == "announced" for c in claims)
+        # the page follows without a reload (the live push), round 1 now drawn
+        await expect(run_1).to_have_attribute("title", "drawn at 19:00")
         await expect(page.locator("#draw-panel tbody tr", has_text="announced")).to_have_count(5)
         await shot(page, "desk-draw-drawn")
 

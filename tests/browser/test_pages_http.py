@@ -20,7 +20,9 @@ from bonusd.api.app import api_routes
 from bonusd.api.displayfiles import PAGES, displays_candidates, find_displays
 from bonusd.api.pages import CSP, SECURE_HEADERS, clock_rate, page_html
 from bonusd.clocks.clock import ManualClock, SimulatedClock, WallClock
-from tests.daemon_helpers import PROJECT, SAST, Daemon
+from bonusd.settings import Settings
+from tests.browser.helpers import FESTA, GH, png, promotions_folder
+from tests.daemon_helpers import PROJECT, SAST, Daemon, running
 
 DISPLAYS = PROJECT / "displays"
 
@@ -156,3 +158,29 @@ def test_the_pages_count_down_at_the_daemons_pace() -> None:
     assert clock_rate(shared) == 600.0  # type: ignore[arg-type]
     shared.state.paused = True
     assert clock_rate(shared) == 0.0  # type: ignore[arg-type]
+
+
+async def test_a_promotions_logo_is_served_within_bounds(
+    settings: Settings, clock: ManualClock, tmp_path: Path
+) -> None:
+    """`/signage/logo/{promotion}` serves the file a running promotion names, as the image
+    it is, with the pages' headers; nothing else (another promotion's, a file replaced by
+    something that is not its image, a path) is served."""
+    folder = promotions_folder(tmp_path, settings.site, GH, FESTA)
+    logo = folder / "gh-logo.png"
+    logo.write_bytes(png())
+    gh = folder / f"{GH}.toml"
+    gh.write_text(gh.read_text() + '\n[signage]\nlogo = "gh-logo.png"\n', encoding="utf-8")
+    updated = settings.model_copy(update={"promotions": folder})
+    async with running(updated, clock) as d, _anonymous(d) as http:
+        r = await http.get(f"/signage/logo/{GH}")
+        assert r.status_code == 200 and r.content == logo.read_bytes()
+        assert r.headers["content-type"] == "image/png"
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers["cache-control"] == "no-cache"
+        assert r.headers["content-security-policy"] == CSP
+        for path in (f"/signage/logo/{FESTA}", "/signage/logo/nothing", "/signage/logo/..%2Fx"):
+            assert (await http.get(path)).status_code == 404, path
+        logo.write_bytes(b"<svg onload=alert(1)>")  # replaced since the promotion loaded
+        r = await http.get(f"/signage/logo/{GH}")
+        assert r.status_code == 404 and b"svg" not in r.content

@@ -1,17 +1,22 @@
-"""A RAPS bonus-jackpot session (Festa Fortuna) through the three pages in headless
-Chromium, against a running daemon with real telemetry: the desk signs a member into the
-decline register before the session; the signage banner counts down to the jackpot and
-shows its winner, masked; the crew handheld gets the alert with the device, area and bank,
-and its actions take one winner to "verified at the device" and another through "not at
-the device" and the announcement to the outcome the daemon settles at the deadline."""
+"""A RAPS bonus-jackpot session (Festa Fortuna, in its own colours and logo) through the
+three pages in headless Chromium, against a running daemon with real telemetry: the desk
+signs a member into the decline register before the session; the signage banner counts
+down to the jackpot; the crew handheld gets the alert with the device, area and bank, and
+its actions take one winner to "verified at the device" — which every signage screen of
+the session's areas (main and smoking, landscape and portrait) celebrates full-screen with
+the amount and the masked winner within a second of the commit, and no screen of another
+area does — and another through "not at the device" and the announcement (the winner
+called full-screen with the claim timer) to the outcome the daemon settles."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+import time
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
 from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
@@ -27,6 +32,13 @@ from tests.browser.helpers import (
     shot,
     token,
 )
+from tests.browser.signage_helpers import (
+    assert_full_screen,
+    assert_legible,
+    first_seen,
+    moving,
+    open_signage,
+)
 from tests.daemon_helpers import Daemon, running
 from tests.telemetry_helpers import Publisher, event, game
 
@@ -35,6 +47,19 @@ SESSION = "jackpot-2025-10-04"
 SESSION_URL = f"/promotions/{FESTA}/jackpots/{SESSION}"
 PLAYERS = [card for card, *_ in MEMBERS[:3]]
 SAST = dt.timezone(dt.timedelta(hours=2))
+ON = re.compile(r"\bon\b")
+REACHED_WITHIN_S = 1.0  # a RAPS win on every screen of its area, from the crew's tap
+# the session's look, as a casino would give it in the promotion file
+SIGNAGE = """
+[signage]
+title = "Festa Fortuna"
+logo = "festa-logo.png"
+colours = { background = "#140a1f", panel = "#241238", accent = "#ff9f1c" }
+"""
+LOGO = """<div id=logo style="width:420px;height:150px;display:flex;align-items:center;gap:16px;
+font:bold 54px 'DejaVu Serif',serif;color:#ff9f1c"><div style="flex:none;width:130px;
+height:130px;border-radius:50%;background:#ff9f1c;border:9px solid #b35c00;box-sizing:border-box;
+display:grid;place-items:center;color:#241238;font-size:80px">&#9733;</div>FESTA</div>"""
 
 
 def at(hour: int, minute: int, second: int = 0) -> dt.datetime:
@@ -43,7 +68,26 @@ def at(hour: int, minute: int, second: int = 0) -> dt.datetime:
 
 @pytest.fixture
 def festa_settings(settings: Settings, tmp_path: Path, site: str) -> Settings:
-    return settings.model_copy(update={"promotions": promotions_folder(tmp_path, site, FESTA)})
+    """Festa Fortuna with its jackpots' values (the seed leaves them to the desk) and its
+    signage look; the logo file is drawn by the test (`draw_logo`)."""
+    folder = promotions_folder(tmp_path, site, FESTA)
+    path = folder / f"{FESTA}.toml"
+    text = path.read_text(encoding="utf-8")
+    values = 'swopped for cash by the promotions representative."  # cl. 16\nvalues_cents = []'
+    assert values in text
+    text = text.replace(values, values.replace("[]", "[500000, 1000000]"))
+    path.write_text(text + SIGNAGE, encoding="utf-8")
+    return settings.model_copy(update={"promotions": folder})
+
+
+async def draw_logo(browser: Browser, folder: Path) -> None:
+    """The promotion's logo, a PNG beside its file (as the casino's designer would give it)."""
+    page = await new_page(browser, width=480, height=200)
+    await page.set_content(LOGO)
+    await page.locator("#logo").screenshot(
+        path=str(folder / "festa-logo.png"), omit_background=True
+    )
+    await page.context.close()
 
 
 async def play(d: Daemon, pub: Publisher, minute: int) -> None:
@@ -70,6 +114,7 @@ async def test_a_raps_session_on_signage_crew_and_desk(
     browser: Browser, festa_settings: Settings, pub: Publisher
 ) -> None:
     clock = ManualClock(at(13, 50))
+    await draw_logo(browser, festa_settings.promotions)
     async with running(festa_settings, clock) as d:
         for path, body in (("/members/import", members_csv()), ("/devices/import", devices_csv())):
             r = await d.http.post(path, content=body, headers={"content-type": "text/csv"})
@@ -102,13 +147,32 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         clock.set(at(14, 29, 30))
         await play(d, pub, 30)
 
-        signage = await new_page(browser)
-        await signage.goto(f"{base}/signage?area=main&token={await token(d, Role.SIGNAGE, 'main')}")
+        # four floor screens: the main area's (one with its sound cue on), the smoking
+        # area's (the session covers both) and one in the garden, which it does not
+        screens = {}
+        for area, portrait, query in (
+            ("main", False, "&sound=on"),
+            ("main", True, ""),
+            ("smoking", False, ""),
+            ("garden", False, ""),
+        ):
+            url = f"{base}/signage?area={area}&token={await token(d, Role.SIGNAGE, area)}"
+            screens[(area, portrait)] = await open_signage(  # smoking's asks for no motion
+                browser, url, portrait=portrait, query=query, reduced_motion=area == "smoking"
+            )
+        signage, portrait = screens[("main", False)], screens[("main", True)]
+        garden = screens[("garden", False)]
+        await expect(signage.locator("#promotion-name")).to_have_text("Festa Fortuna")
+        assert await signage.evaluate("document.getElementById('logo').naturalWidth") > 0
+        accent = "getComputedStyle(document.documentElement).getPropertyValue('--accent')"
+        assert (await signage.evaluate(accent)).strip() == "#ff9f1c"
         banner = signage.locator("#jackpot")
         await expect(banner).to_be_visible()
-        await expect(signage.locator("#jackpot-what")).to_contain_text("#1")
+        await expect(signage.locator("#jackpot-what")).to_contain_text("#1 · R5,000")
         await expect(signage.locator("#jackpot-state")).to_have_text("next jackpot")
         await expect(signage.locator("#jackpot-left")).to_have_text("0:30")
+        await expect(garden.locator("#jackpot")).to_be_hidden()
+        await assert_legible(signage)
         await shot(signage, "signage-jackpot-upcoming")
 
         crew = await new_page(browser, width=390, height=844, mobile=True)
@@ -145,16 +209,17 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         await shot(crew, "crew-jackpot-alert")
         await alert.locator("button[data-action=crew_arrived]").click()
         await expect(alert.locator(".result")).to_contain_text("At device ✓")
-        await alert.locator("button[data-action=verify_at_device]").click()
-        await expect(crew.locator("#alerts > li.raps")).to_have_count(0)
-        s = await session(d)
-        assert s["claims"][-1]["state"] == "verified_at_device"  # type: ignore[index]
+        await celebrated(screens, alert, d)
+        await shot(signage, "signage-jackpot-celebration")
+        await shot(portrait, "signage-jackpot-celebration-portrait")
+        # the celebration gives the screen back; the banner keeps the winner
+        await expect(signage.locator("#celebration")).not_to_have_class(ON, timeout=20_000)
         await expect(signage.locator("#jackpot-state")).to_contain_text("Won by")
         await expect(banner).to_have_class("jackpot won")
         await assert_public(signage)
         await shot(signage, "signage-jackpot-won")
 
-        # -- 15:00 jackpot #2: the winner has left the device; announced, then settled -------
+        # -- 15:00 jackpot #2: the winner has left the device; called, then settled ---------
         clock.set(at(14, 59, 30))
         await play(d, pub, 60)
         clock.set(at(15, 0, 1))
@@ -171,8 +236,19 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         assert second["state"] == "announced"
         await expect(signage.locator("#jackpot-state")).to_contain_text("present yourself now")
         await expect(signage.locator("#jackpot-left")).to_have_text("1:30")
-        await assert_public(signage)
+        for page in (signage, portrait):
+            await expect(page.locator("#call")).to_have_class(ON)
+            await expect(page.locator("#call-kicker")).to_have_text(
+                "Weekly Bonus Jackpot #2 · R10,000"
+            )
+            await expect(page.locator("#call-left")).to_have_text("1:30")
+            await expect(page.locator("#call-words")).to_contain_text(
+                "Present yourself to a host by 15:01:3"
+            )
+            await assert_public(page)
+        await assert_legible(signage)
         await shot(signage, "signage-jackpot-called")
+        await shot(portrait, "signage-jackpot-called-portrait")
         await shot(crew, "crew-jackpot-announced")
 
         # the claim time runs out: the register settles a signed winner, else a reselect
@@ -181,6 +257,7 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         if second["card"] == signed:
             await expect(crew.locator("#recent li").first).to_contain_text("declined register")
             await expect(signage.locator("#jackpot-state")).to_contain_text("Won by")
+            await expect(signage.locator("#celebration")).to_have_class(ON)
         else:
             await expect(crew.locator("#recent li").first).to_contain_text("reselected")
             await expect(alert).to_have_count(1)  # the next pick, alerted
@@ -199,8 +276,52 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         assert any(names[claim["card"]] in t for t in texts), texts
         assert any(names[second["card"]] in t for t in texts), texts
         assert [a["at"] for a in said] == sorted(a["at"] for a in said)  # type: ignore[index]
-        for page in (desk, signage, crew):
+        assert await garden.evaluate("document.body.dataset.stage") == "attract"
+        for page in (desk, crew, *screens.values()):
             assert_no_page_errors(page)
+
+
+async def celebrated(screens: dict[tuple[str, bool], Page], alert: Locator, d: Daemon) -> None:
+    """The crew verifies the winner at the device: from the tap, every screen of the
+    session's areas celebrates full-screen, with the amount and the masked winner, within
+    `REACHED_WITHIN_S`; the garden's screen never does; only the screen that asked for
+    its sound cue makes a sound."""
+    tapped = time.time()
+    await alert.locator("button[data-action=verify_at_device]").click()
+    committed = time.time()
+    for (area, portrait), page in screens.items():
+        if area == "garden":
+            continue
+        celebration = page.locator("#celebration")
+        await expect(celebration).to_have_class(ON)
+        await expect(page.locator("#celebration-amount")).to_have_text("R5,000")
+        await expect(page.locator("#celebration-winner")).to_have_text(
+            re.compile(r"^Congratulations [A-Z]\. [A-Z]\*{4}!$")
+        )
+        await expect(page.locator("#celebration-card")).to_have_text(
+            re.compile(r"^card \*{4}[0-9]{4}$")
+        )
+        await assert_full_screen(page, "#celebration")
+        await assert_public(page)
+        seen = await first_seen(page, "celebration", tapped)
+        assert seen is not None
+        print(  # the measured figure (pytest -s)
+            f"RAPS win on the {area} screen ({'portrait' if portrait else 'landscape'}): "
+            f"{(seen - tapped) * 1000:.0f} ms from the tap, the commit returned after "
+            f"{(committed - tapped) * 1000:.0f} ms"
+        )
+        assert seen - tapped < REACHED_WITHIN_S, (area, portrait, seen - tapped)
+    s = await session(d)
+    assert s["claims"][-1]["state"] == "verified_at_device"  # type: ignore[index]
+    assert "SPAN.coin" in await moving(screens[("main", False)])  # coins fall, the amount throbs
+    assert await moving(screens[("smoking", False)]) == []  # prefers-reduced-motion: all still
+    await screens[("main", False)].wait_for_timeout(1000)
+    garden = screens[("garden", False)]
+    assert await first_seen(garden, "celebration", tapped) is None
+    await expect(garden.locator("#celebration")).not_to_have_class(ON)
+    assert await screens[("main", False)].evaluate("window.__tones") > 0  # the fanfare
+    for key in (("main", True), ("smoking", False), ("garden", False)):
+        assert await screens[key].evaluate("window.__contexts") == 0  # no sound, not even ready
 
 
 async def assert_public(page: Page) -> None:

@@ -1,11 +1,18 @@
 """The signage and crew pages in headless Chromium against a running daemon with real
-telemetry and a real draw: the signage shows the countdown, the seed commitment, the
-multiplier and the masked boards; then the full-screen winner announcement with the claim
-timers; then each outcome. The crew page receives the alerts with the winners' locations,
-and its actions change the claims' states (a refusal shows the server's reason). When the
-daemon goes away the signage says it is reconnecting, and recovers by itself."""
+telemetry and a real draw. Before it, the signage's attract loop: the next draw with its
+countdown, prizes and seed commitment, the multiplier, and slides taking turns (the masked
+boards, the draws coming up with their times, the multiplier, how to enter), legible from
+5 m on a landscape and a portrait screen. At the draw, each winner revealed one after
+another, then the grid with the claim timers; then each outcome, the redraws revealed in
+turn, and once every claim is settled the results. The crew page receives the alerts with
+the winners' locations, and its actions change the claims' states (a refusal shows the
+server's reason). When the daemon goes away the signage says it is reconnecting, and
+recovers by itself."""
 
 from __future__ import annotations
+
+import re
+import time
 
 import pytest
 from playwright.async_api import Browser, Page, expect
@@ -25,11 +32,14 @@ from tests.browser.helpers import (
     shot,
     token,
 )
+from tests.browser.signage_helpers import assert_legible, open_signage, revealed
 from tests.daemon_helpers import Daemon, running
 from tests.telemetry_helpers import Publisher
 
 pytestmark = pytest.mark.browser
 BOOK = f"/promotions/{GH}/draws/halfway/book"
+CLAIMS = f"/promotions/{GH}/draws/halfway/claims"
+ON = re.compile(r"\bon\b")
 
 
 async def assert_masked(page: Page) -> None:
@@ -45,6 +55,85 @@ async def assert_masked(page: Page) -> None:
 async def claim_state(d: Daemon, claim: int) -> str:
     book = await d.get(BOOK)
     return next(str(c["state"]) for c in book["claims"] if c["claim"] == claim)
+
+
+async def slide(page: Page, name: str) -> None:
+    """Wait until the attract loop shows slide `name` (and its fade is over)."""
+    await expect(page.locator("body")).to_have_attribute("data-attract", name)
+    await expect(page.locator(f".slide[data-slide={name}]")).to_have_class(
+        re.compile(r"\bactive\b")
+    )
+    await page.wait_for_timeout(900)
+
+
+async def landscape_slides(browser: Browser, url: str) -> None:
+    """Each slide of the attract loop on a landscape screen pinned to it (`&show=`)."""
+    upcoming = await open_signage(browser, url, query="&show=upcoming")
+    await slide(upcoming, "upcoming")
+    first = upcoming.locator("#upcoming-list li").first
+    await expect(first).to_contain_text("Halfway draw · round 1")
+    await expect(first.locator(".at")).to_have_text("19:00")  # today: the time alone
+    await expect(first.locator(".prize")).to_have_text("5 winners · up to R10,000")
+    await expect(first.locator(".in")).to_have_text("1:00")
+    await assert_legible(upcoming)
+    await shot(upcoming, "signage-attract")
+    multiplier = await open_signage(browser, url, query="&show=multiplier")
+    await slide(multiplier, "multiplier")
+    await expect(multiplier.locator("#hero-factor")).to_have_text("3×")
+    await expect(multiplier.locator("#hero-what")).to_have_text("on all play until 21:00")
+    await assert_legible(multiplier)
+    await shot(multiplier, "signage-multiplier")
+    enter = await open_signage(browser, url, query="&show=enter")
+    await slide(enter, "enter")
+    await expect(enter.locator("#enter-steps")).to_contain_text(
+        "Activate your entries at any eHost"
+    )
+    await assert_legible(enter)
+    await shot(enter, "signage-enter")
+    for page in (upcoming, multiplier, enter):
+        assert_no_page_errors(page)
+        await page.context.close()
+
+
+async def portrait_loop(portrait: Page) -> None:
+    """The portrait screen's attract loop turns by itself (`&dwell=4`): the boards, the
+    draws coming up, the multiplier, how to enter."""
+    await slide(portrait, "boards")
+    await expect(portrait.locator("#next-countdown")).to_have_text("1:00")
+    await expect(portrait.locator("#board-slots li")).to_have_count(10)
+    await assert_legible(portrait)
+    await shot(portrait, "signage-countdown-portrait")
+    await slide(portrait, "upcoming")
+    await expect(portrait.locator("#upcoming-list li").first).to_contain_text("Halfway draw")
+    await assert_legible(portrait)
+    await shot(portrait, "signage-attract-portrait")
+    await slide(portrait, "multiplier")
+    await expect(portrait.locator("#hero-factor")).to_have_text("3×")
+    await shot(portrait, "signage-multiplier-portrait")
+    await slide(portrait, "enter")
+    await assert_legible(portrait)
+    await shot(portrait, "signage-enter-portrait")
+    await slide(portrait, "boards")  # and round again
+
+
+async def settle_redraws(d: Daemon) -> None:
+    """The four redrawn winners present, are verified and pick reveals 1, 3, 4 and 5."""
+    crew = await d.client(Role.CREW)
+    try:
+        book = await d.get(BOOK)
+        open_claims = sorted(c["claim"] for c in book["claims"] if c["state"] == "announced")
+        assert len(open_claims) == 4
+        checks = {"id_checked": True, "receipt_checked": True}
+        for claim, reveal in zip(open_claims, (1, 3, 4, 5), strict=True):
+            for step, body in (
+                ("present", None),
+                ("verify", checks),
+                ("reveal", {"reveal": reveal}),
+            ):
+                r = await crew.post(f"{CLAIMS}/{claim}/{step}", json=body)
+                assert r.status_code == 200, r.text
+    finally:
+        await crew.aclose()
 
 
 async def test_signage_and_crew_through_a_draw(
@@ -70,14 +159,15 @@ async def test_signage_and_crew_through_a_draw(
         base = str(d.http.base_url).rstrip("/")
         signage_url = f"{base}/signage?area=main&token={await token(d, Role.SIGNAGE, 'main')}"
 
-        # -- before the draw: countdown, commitment, multiplier, masked boards --------------
-        signage = await new_page(browser)
-        await signage.goto(signage_url)
-        await expect(signage.locator("body")).to_have_class("live")
+        # -- before the draw: countdown, prizes, commitment, multiplier, masked boards ------
+        signage = await open_signage(browser, signage_url, query="&show=boards")
         await expect(signage.locator("#promotion-name")).to_have_text("Mega Points Chase")
         await expect(signage.locator("#next-name")).to_have_text("Halfway draw")
         await expect(signage.locator("#next-round")).to_have_text("Round 1")
         await expect(signage.locator("#next-countdown")).to_have_text("1:00")
+        await expect(signage.locator("#next-prizes")).to_have_text(
+            "5 winners · prizes up to R10,000"
+        )
         book = await d.get(BOOK)
         commitment = next(x["seed_commitment"] for x in book["rounds"] if x["round"] == 1)
         shown = (await signage.locator("#commitment-hash").inner_text()).replace(" ", "")
@@ -85,18 +175,16 @@ async def test_signage_and_crew_through_a_draw(
         await expect(signage.locator("#multiplier")).to_be_visible()
         await expect(signage.locator("#multiplier-factor")).to_have_text("3×")
         await expect(signage.locator("#multiplier-text")).to_contain_text("play until 21:00")
+        await slide(signage, "boards")
         await expect(signage.locator("#board-slots li")).to_have_count(10)
         await expect(signage.locator("#board-tables li").first).to_contain_text("****")
         await expect(signage.locator("#winners")).to_be_hidden()
         await assert_masked(signage)
+        await assert_legible(signage)
         await shot(signage, "signage-countdown")
-
-        portrait = await new_page(browser, width=1080, height=1920)
-        await portrait.goto(signage_url)
-        await expect(portrait.locator("#next-countdown")).to_have_text("1:00")
-        await expect(portrait.locator("#board-slots li")).to_have_count(10)
-        await shot(portrait, "signage-portrait")
-        await portrait.context.close()
+        await landscape_slides(browser, signage_url)
+        portrait = await open_signage(browser, signage_url, portrait=True, query="&dwell=4")
+        await portrait_loop(portrait)
 
         # -- the crew handheld, logged in, nothing open yet ----------------------------------
         crew = await new_page(browser, width=390, height=844, mobile=True)
@@ -111,14 +199,31 @@ async def test_signage_and_crew_through_a_draw(
         await expect(crew.locator("#none")).to_be_visible()
         await shot(crew, "crew-idle")
 
-        # -- 19:00: the scheduler closes the bin and draws round 1 ---------------------------
+        # -- 19:00: the scheduler draws round 1; each winner revealed, then the grid ---------
+        since = time.time()
         clock.set(at(11, 7, 19, 0, 1))
+        await expect(signage.locator("#reveal")).to_have_class(ON)
+        await expect(signage.locator("#reveal-count")).to_have_text("Winner 1 of 5")
+        await expect(signage.locator("#reveal-card .timer")).to_have_text("1:30")
+        await assert_masked(signage)
+        await assert_legible(signage)
+        await shot(signage, "signage-reveal")
+        await expect(portrait.locator("#reveal")).to_have_class(ON)
+        await shot(portrait, "signage-reveal-portrait")
+        for page in (signage, portrait):
+            await expect(page.locator("body")).to_have_attribute("data-stage", "winners")
+            assert await revealed(page, since) == [1, 2, 3, 4, 5]
         winners = signage.locator("#winners .winner")
         await expect(winners).to_have_count(5)
         await expect(signage.locator("#winners")).to_be_visible()
         await expect(signage.locator("#winners .winner .timer").first).to_have_text("1:30")
+        await expect(signage.locator("#winners-sub")).to_contain_text(
+            "show your ID and ticket receipt before your timer runs out"
+        )
         await assert_masked(signage)
+        await assert_legible(signage)
         await shot(signage, "signage-winners")
+        await shot(portrait, "signage-winners-portrait")
 
         alerts = crew.locator("#alerts > li")
         await expect(alerts).to_have_count(5)
@@ -159,34 +264,42 @@ async def test_signage_and_crew_through_a_draw(
         assert await claim_state(d, first["claim"]) == "reveal_picked"
         await shot(crew, "crew-settled")
 
-        # the signage shows that winner's outcome while the others' timers run
+        # the signage shows that winner's outcome, in rands, while the others' timers run
         won = signage.locator(f"#winners .winner[data-claim='{first['claim']}']")
-        await expect(won.locator(".outcome")).to_contain_text("Won R")
+        await expect(won.locator(".outcome")).to_have_text(re.compile(r"^Won R[0-9,]+$"))
         await expect(signage.locator("#winners .winner .timer")).to_have_count(4)
 
-        # -- the claim time runs out: four no-shows, each redrawn ----------------------------
+        # -- the claim time runs out: four no-shows, each redrawn and revealed in turn ------
+        since = time.time()
         clock.set(at(11, 7, 19, 1, 32))
+        await expect(signage.locator("#reveal-count")).to_have_text("Redraw · Winner 1 of 4")
+        await expect(signage.locator("body")).to_have_attribute("data-stage", "winners")
+        assert await revealed(signage, since) == [6, 7, 8, 9]
         await expect(signage.locator("#winners .winner.no_show")).to_have_count(4)
         await expect(signage.locator("#winners .winner .timer")).to_have_count(4)  # the redraws
         await expect(signage.locator("#winners .winner.no_show .outcome").first).to_have_text(
-            "Not claimed — redraw"
+            "Not claimed — redrawn"
         )
         await assert_masked(signage)
         await shot(signage, "signage-outcomes")
+        await expect(portrait.locator("body")).to_have_attribute("data-stage", "winners")
+        await shot(portrait, "signage-outcomes-portrait")
         book = await d.get(BOOK)
         assert sum(c["state"] == "no_show" for c in book["claims"]) == 4
         await expect(alerts).to_have_count(4)  # the redrawn winners
-        assert_no_page_errors(signage)
-        assert_no_page_errors(crew)
+        for page in (signage, portrait, crew):
+            assert_no_page_errors(page)
 
     # -- the daemon is gone: the screen says so, and recovers when it is back -------------
     await expect(signage.locator("body")).to_have_class("reconnecting")
     await expect(signage.locator("#connection")).to_contain_text("Reconnecting")
     await shot(signage, "signage-reconnecting")
+    restarted = time.time()
     async with running(gh_settings, clock) as d:
         await expect(signage.locator("body")).to_have_class("live")
         await expect(signage.locator("#connection")).to_be_hidden()
         await expect(signage.locator("#winners .winner")).to_have_count(9)
+        assert await revealed(signage, restarted) == []  # nothing new: nothing replayed
         await expect(crew.locator("#live")).to_have_text("live")
         await expect(crew.locator("#alerts > li")).to_have_count(4)
 
@@ -206,5 +319,18 @@ async def test_signage_and_crew_through_a_draw(
         for _card, name, *_ in MEMBERS:
             assert name not in html, f"{name} still in the signed-out page"
         await shot(crew, "crew-signed-out")
-        del d
+
+        # -- every claim settled: the subtitle gives the outcomes -------------------------
+        await settle_redraws(d)
+        await expect(signage.locator("#winners-title")).to_have_text("Results")
+        await expect(signage.locator("#winners-sub")).to_have_text(
+            "Halfway draw · round 1 — 5 prizes won · 4 not claimed (redrawn). Congratulations!"
+        )
+        await expect(signage.locator("#winners .winner.won")).to_have_count(5)
+        await assert_masked(signage)
+        await shot(signage, "signage-results")
+        await expect(portrait.locator("#winners-title")).to_have_text("Results")
+        await shot(portrait, "signage-results-portrait")
+        for page in (signage, portrait):
+            assert_no_page_errors(page)
     assert len(ACTIVATED) == 9

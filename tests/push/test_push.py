@@ -69,8 +69,11 @@ async def test_a_draw_round_on_signage_and_crew(day: Daemon) -> None:
         "boards",
         "announcements",
         "jackpot",
+        "upcoming",
     }
     assert state["promotion"]["id"] == GH
+    assert state["promotion"]["title"] == "Mega Points Chase"
+    assert state["upcoming"][0]["kind"] == "draw" and state["upcoming"][0]["round"] == 1
     assert state["multiplier"]["factor"] == 3
     assert state["multiplier"]["ends_at"] == "2026-11-07T21:00:00+02:00"
     nxt = state["next_draw"]
@@ -79,7 +82,9 @@ async def test_a_draw_round_on_signage_and_crew(day: Daemon) -> None:
     assert state["announcements"] == []
     crew_first = await recv(crew)
     assert crew_first["type"] == "snapshot"
+    desk = crew_first["state"].pop("desk")  # the desk's change marker (deskview)
     assert crew_first["state"] == {"alerts": [], "recent": []}
+    assert desk["audit"] > 0 and desk["draws"][f"{GH}.halfway"] == "activation"
 
     await ensure_closed(d)
     desk = await d.client(Role.DESK)

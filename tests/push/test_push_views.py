@@ -148,7 +148,7 @@ def test_signage_counts_down_to_the_next_round_not_drawn() -> None:
     assert after["next_draw"]["round"] == 2
     assert len(after["announcements"]) == 5
     changed = diff(before, after)
-    assert set(changed) == {"next_draw", "announcements"}
+    assert set(changed) == {"next_draw", "announcements", "upcoming"}
     cues = signage_events(before, after)
     assert [e["kind"] for e in cues] == ["winner"] * 5
     assert [e["claim"] for e in cues] == [1, 2, 3, 4, 5]
