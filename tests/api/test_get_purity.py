@@ -52,7 +52,7 @@ from tests.browser.helpers import (
     promotions_folder,
     wait_for,
 )
-from tests.daemon_helpers import Daemon, running
+from tests.daemon_helpers import PROJECT, Daemon, running
 from tests.redis_snapshot import differences, snapshot
 from tests.telemetry_helpers import Publisher
 
@@ -86,6 +86,11 @@ NEVER_200: set[str] = set()
 @pytest.fixture
 def both_settings(settings: Settings, tmp_path: Path, site: str) -> Settings:
     folder = promotions_folder(tmp_path, site, GH, FESTA)
+    # a signage logo for Golden Horse, so GET /signage/logo/{promotion} has one to read
+    logo = PROJECT / "promotions" / "demo" / "golden-evening-logo.png"
+    (folder / "golden-evening-logo.png").write_bytes(logo.read_bytes())
+    gh = folder / f"{GH}.toml"
+    gh.write_text(gh.read_text() + '\n[signage]\nlogo = "golden-evening-logo.png"\n')
     return settings.model_copy(update={"promotions": folder})
 
 
