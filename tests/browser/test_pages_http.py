@@ -59,6 +59,7 @@ async def test_pages_are_served_with_secure_headers_and_the_daemon_facts(daemon:
             assert f'<meta name="bonusd-site" content="{daemon.service.settings.site}">' in r.text
             assert '<meta name="bonusd-timezone" content="Africa/Johannesburg">' in r.text
             assert '<meta name="bonusd-clock-rate" content="0">' in r.text  # the test clock
+            assert '<link rel="icon" href="/displays/favicon.svg"' in r.text  # no 404 per load
             # every file the page names is served, with the same headers
             for ref in re.findall(r'(?:src|href)="(/displays/[^"]+)"', r.text):
                 asset = await http.get(ref)
@@ -72,6 +73,8 @@ async def test_pages_are_served_with_secure_headers_and_the_daemon_facts(daemon:
             assert r.status_code == 404, name
         js = await http.get("/displays/stream.js")
         assert js.headers["content-type"].startswith("text/javascript")
+        icon = await http.get("/displays/favicon.svg")
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
 
 
 async def test_the_page_routes_hold_no_data_and_are_outside_the_api(daemon: Daemon) -> None:
