@@ -35,6 +35,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
 from bonusd.infra.sharedclock import SharedClock
+from bonusd.registry.masking import mask_name
 
 logger = logging.getLogger("simulators.demo.main")
 LEAD = dt.timedelta(seconds=3)  # x1 this long (simulated) before a round or a jackpot ...
@@ -237,7 +238,7 @@ class CrewBot:
                     "demo crew: %s, claim %s (%s): %s",
                     row["title"],
                     row["claim"],
-                    row["name"],
+                    mask_name(str(row["name"])),  # as signage shows it: no full name in a log
                     action.replace("_", " "),
                 )
                 return

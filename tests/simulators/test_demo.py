@@ -30,6 +30,8 @@ import pytest
 import redis
 from websockets.asyncio.client import connect
 
+from bonusd.settings import Settings
+from simulators.demo import main as demo_main
 from simulators.local.services import LocalMosquitto, free_port
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -266,6 +268,18 @@ def test_make_demo_shows_the_evening_within_two_minutes_and_stops_on_ctrl_c(demo
     assert not missing - seen.keys(), f"never seen: {missing - seen.keys()}; seen: {seen}"
     late = {name: at for name, at in seen.items() if at > WITHIN_S}
     assert not late, f"later than {WITHIN_S:g} s of wall time: {late}"
+    leaked = sorted(p for p in demo_people() if p in demo.output)  # issue 17, item 6
+    lines = [line for line in demo.lines if any(p in line for p in leaked[:3])][:5]
+    assert not leaked, f"personal data in what make demo printed or logged: {leaked[:5]} {lines}"
+
+
+def demo_people() -> set[str]:
+    """Every full card number, full name and mobile number of the demo's members (the
+    floor `make demo` builds: the default floor and seed)."""
+    run = demo_main.Demo(Settings(), demo_main.DemoOptions())
+    _, members = run._floor_records()
+    out = {m.card for m in members} | {m.name for m in members if " " in m.name}
+    return out | {m.mobile for m in members if m.mobile}
 
 
 def test_make_demo_stops_cleanly_on_sigterm(demo: Demo) -> None:
