@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import cast
@@ -27,6 +28,7 @@ from bonusd.draws.claims import (
     TransitionError,
 )
 from bonusd.draws.fairness import Pool, SkipReason, pick_sequence
+from bonusd.draws.plan import DrawPlan
 from bonusd.draws.rounds import DrawError, ManualTicketError
 from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
@@ -34,6 +36,7 @@ from bonusd.promotions import load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
 from bonusd.promotions.store import PromotionStore
+from tests.daemon_helpers import PROJECT
 from tests.draws.helpers import (
     CREW,
     DESK,
@@ -662,3 +665,14 @@ async def test_two_desks_running_the_same_round_pick_five(small: Site, redis_url
 
 async def test_a_draw_from_commitment_to_letter(desk: tuple[DrawRunner, ManualClock]) -> None:
     await a_draw_from_commitment_to_letter(desk)
+
+
+def test_a_promotions_prizes_are_labelled_as_people_read_them() -> None:
+    """Issue 17 (defect 2): the prize labels a draw's plan gives its rounds (and so the
+    signage, the desk, the PA texts and the letters) are amounts, never internal ids."""
+    demo = load_promotion(PROJECT / "promotions" / "demo" / "demo-golden-evening.toml")
+    labels = [
+        p.label for d in demo.draw_list for r in DrawPlan.of(demo, d).rounds for p in r.prizes
+    ]
+    assert labels and all(re.fullmatch(r"R\d{1,3}(,\d{3})*(\.\d\d)?", label) for label in labels)
+    assert "R5,000" in labels
