@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor bench-import load soak clean
+.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor bench-import bench-kiosk load soak clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -87,6 +87,11 @@ bench-floor: setup
 bench-import: setup
 	@scripts/ensure-services.sh --with-test-tools
 	@$(PY) loadtests/bench_import.py $(BENCH_ARGS)
+
+## Kiosk card-in -> a member's standings in every running draw as JSON, 200,000 members,
+## beside a bare pipelined read of the same Redis keys (docs/benchmarks.md).
+bench-kiosk: services
+	@$(PY) loadtests/bench_kiosk.py $(BENCH_ARGS)
 
 ## A named locust scenario, headless and bounded (docs/loadtests.md): own daemon, site and
 ## broker; the report (HTML, CSV, summary) in .run/loadtests/$(SCENARIO) unless --out.

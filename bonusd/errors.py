@@ -80,3 +80,18 @@ class SeedRefused(BonusdError):
             "BONUSD_SEED_KEY_FILE), or void the round with the regulator; an exception "
             "record is in the audit trail"
         )
+
+
+class ReceiptKeyError(ConfigError):
+    """The site's receipt key file (`BONUSD_RECEIPT_KEY_FILE`) is unusable: malformed or
+    readable by others; the daemon refuses to start and the message says what to fix."""
+
+
+class ReceiptCodeError(BonusdError):
+    """A presented receipt code (typed short code or scanned QR) is not a receipt code at
+    all: too long, control characters, the wrong shape; the message says what is wrong."""
+
+
+class PrinterError(BonusdError):
+    """A receipt printer target is malformed, or the printer could not be reached or
+    written to in time; the message names the printer and what a floor attendant can check."""

@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     limit_activations_per_token: int = Field(default=1200, ge=1)  # a kiosk or the app
     limit_activation_window_s: int = Field(default=60, ge=1, le=86_400)
     limit_standings_per_card: int = Field(default=10, ge=1)  # kiosk standings lookups
-    limit_standings_per_token: int = Field(default=600, ge=1)  # ... per kiosk token
+    limit_standings_per_token: int = Field(default=600, ge=1)  # ... per kiosk or app token
     limit_standings_window_s: int = Field(default=60, ge=1, le=86_400)
     # --- end of security --------------------------------------------------------------------
 
@@ -101,6 +101,21 @@ class Settings(BaseSettings):
     # characters, mode 0600, the same file on every daemon, never backed up with Redis;
     # created (with a WARNING) when missing
     seed_key_file: Path = Path("seed-key")
+
+    # -- the player's side: eHost kiosks, receipts, the app (docs/kiosk.md) ------------------
+    # the site's key for the receipts' MAC (docs/kiosk.md): 64 hex characters, mode 0600,
+    # the same file on every daemon; created (with a WARNING) when missing
+    receipt_key_file: Path = Path("receipt-key")
+    # where each kiosk's receipts print, by the kiosk token's name ("*": any kiosk):
+    # file:PATH, tcp:HOST:PORT (a network ESC/POS printer) or device:/dev/usb/lp0;
+    # a kiosk with none prints through its browser (the 80 mm print stylesheet)
+    receipt_printers: dict[str, str] = Field(default_factory=dict)
+    kiosk_pin_attempts: int = Field(default=5, ge=1, le=100)  # wrong PINs before the lock
+    kiosk_pin_lock_s: int = Field(default=15 * 60, ge=1, le=86_400)  # the lock's length
+    kiosk_visit_s: int = Field(default=120, ge=10, le=3600)  # a kiosk visit's life, idle
+    limit_receipts_per_card: int = Field(default=5, ge=1)  # prints and reprints, per window
+    limit_receipts_per_token: int = Field(default=600, ge=1)  # ... per kiosk token
+    limit_receipts_window_s: int = Field(default=60, ge=1, le=86_400)
 
     # -- data retention (docs/retention.md): BONUSD_RETENTION_* -----------------------------
     retention_interval_s: int = Field(default=3600, ge=10)  # daemon-clock seconds between sweeps

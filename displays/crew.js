@@ -1,7 +1,9 @@
 // crew.js — the crew handheld, live from /ws/crew (docs/push.md): open alerts by urgency
 // (the daemon orders them), each with the name to ask for, where to go, the claim timer,
 // the PA text, for a RAPS jackpot the reselections left (and the wait until the next is
-// allowed), and a big button per action the claim's state allows now. An action posts
+// allowed), for a draw claim the receipt check (receipt-check.js: the code typed or
+// scanned, the verdict big; a valid one ticks "Receipt seen"), and a big button per
+// action the claim's state allows now. An action posts
 // to the claim's endpoint with the crew token and the page shows the result or the
 // server's refusal. A new alert vibrates and beeps where the browser allows it.
 //
@@ -10,9 +12,10 @@
 
 import { api } from './api.js';
 import { clearToken, getToken, loginForm, signOut, signedOutReason, site as pageSite } from './auth.js';
-import { CREW_ACTIONS, describeAction, postAction, stateLabel } from './claims.js';
+import { CREW_ACTIONS, describeAction, postAction, splitSubject, stateLabel } from './claims.js';
 import { ServerClock, countdown, hhmm } from './clock.js';
 import { byId, fill, h, setText, show } from './dom.js';
+import { receiptCheck } from './receipt-check.js';
 import { LiveStream } from './stream.js';
 
 const clock = new ServerClock();
@@ -73,6 +76,21 @@ function createCard(a) {
     result: h('p', { class: 'result', role: 'status' }),
   };
   parts.reselect = h('p', { class: 'reselect' }, parts.reselectLeft, parts.reselectWait);
+  if (a.kind !== 'raps') {
+    // the receipt the winner presents, checked against this claim (receipt-check.js)
+    const { promotion, owner } = splitSubject(a.subject);
+    parts.receipt = receiptCheck({
+      promotion,
+      draw: owner,
+      claim: a.claim,
+      onVerdict: (r) => {
+        // a valid receipt ticks "Receipt seen", now or when "Verified" is offered
+        parts.receiptValid = r.verdict === 'valid';
+        const seen = parts.inputs.querySelector('[name=receipt_checked]');
+        if (seen) seen.checked = parts.receiptValid;
+      },
+    });
+  }
   const root = h(
     'li',
     { class: `alert ${a.kind === 'raps' ? 'raps' : 'draw'}`, dataset: { claim: String(a.claim), subject: a.subject } },
@@ -83,6 +101,7 @@ function createCard(a) {
     parts.state,
     parts.reselect,
     parts.pa,
+    parts.receipt || null,
     parts.inputs,
     parts.actions,
     parts.result,
@@ -156,7 +175,7 @@ function buildActions(entry, a, actions) {
   }
   if (asks.has('checks')) {
     inputs.push(h('label', {}, h('input', { type: 'checkbox', name: 'id_checked' }), 'ID seen'));
-    inputs.push(h('label', {}, h('input', { type: 'checkbox', name: 'receipt_checked' }), 'Receipt seen'));
+    inputs.push(h('label', {}, h('input', { type: 'checkbox', name: 'receipt_checked', checked: parts.receiptValid === true }), 'Receipt seen'));
   }
   if (asks.has('reveal')) {
     inputs.push(h('label', {}, 'Reveal no.', h('input', { type: 'number', name: 'reveal', min: 1, inputmode: 'numeric' })));

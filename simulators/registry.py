@@ -10,6 +10,7 @@ Rows come out in floor order, so the files are byte-identical for one seed.
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, TextIO
 
@@ -27,6 +28,7 @@ MEMBER_COLUMNS: Final = (
     "exclusion_reason",
     "last_visit",
     "mobile",
+    "pin_hash",
 )
 
 
@@ -43,8 +45,10 @@ def write_devices_csv(floor: Floor, out: TextIO) -> int:
     return len(floor.devices)
 
 
-def write_members_csv(floor: Floor, out: TextIO) -> int:
-    """Write `members.csv` to an open text stream; return the number of rows."""
+def write_members_csv(floor: Floor, out: TextIO, pins: Mapping[str, str] | None = None) -> int:
+    """Write `members.csv` to an open text stream; return the number of rows. `pins`: card
+    -> PIN hash, for the members given a kiosk PIN."""
+    pins = pins or {}
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(MEMBER_COLUMNS)
     for m in floor.members:
@@ -60,6 +64,7 @@ def write_members_csv(floor: Floor, out: TextIO) -> int:
                 m.exclusion_reason,
                 m.last_visit.isoformat() if m.last_visit else "",
                 m.mobile or "",
+                pins.get(m.card, ""),
             )
         )
     return len(floor.members)

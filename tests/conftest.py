@@ -72,6 +72,7 @@ def settings(site: str, redis_url: str, broker: LocalMosquitto, tmp_path: Path) 
         retention_audit_archive=tmp_path / "audit-archive",
         digest_dir=tmp_path / "audit-digests",
         seed_key_file=tmp_path / "seed-key",
+        receipt_key_file=tmp_path / "receipt-key",
     )
 
 

@@ -36,12 +36,13 @@ _TOKEN_ID = re.compile(r"^[0-9a-f]{12}$")  # secrets.token_hex(6), as `issue` ma
 
 
 class Role(StrEnum):
-    """The five roles of the brief; a token grants exactly one."""
+    """The roles of the brief, and the casino app's; a token grants exactly one."""
 
     SIGNAGE = "signage"  # a public floor screen
     CREW = "crew"  # a promotions-crew handheld
     DESK = "desk"  # the promotions team
-    KIOSK = "kiosk"  # an eHost kiosk or the app's back end (activations)
+    KIOSK = "kiosk"  # an eHost kiosk
+    APP = "app"  # the casino app's back end, one token per app server (docs/app-api.md)
     ADMIN = "admin"  # configuration and imports
 
 

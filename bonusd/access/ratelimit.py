@@ -10,7 +10,7 @@ refused caller is told to come back when that window ends (`Retry-After`).
 Every limit is counted and judged in one Redis step, never read first and counted later
 (two hundred requests arriving together would all read a count below the limit):
 - `admit` counts every request (INCR in a MULTI) and judges the count it got back:
-  activations and kiosk standings lookups, per card and per token;
+  activations, kiosk standings lookups and receipt prints, per card and per token;
 - `attempt` counts only failures, for failed token checks (per client address and per
   token id, `auth.TokenStore`): a Lua script refuses while a count is at its limit, else
   compares the offered digest with the stored one and counts a mismatch, all at once.
@@ -55,11 +55,14 @@ class RateLimits:
     activations_per_token: Limit = Limit(1200, 60)
     standings_per_card: Limit = Limit(10, 60)
     standings_per_token: Limit = Limit(600, 60)
+    receipts_per_card: Limit = Limit(5, 60)  # kiosk prints and reprints
+    receipts_per_token: Limit = Limit(600, 60)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RateLimits:
         auth_s, act_s = settings.limit_auth_window_s, settings.limit_activation_window_s
         look_s = settings.limit_standings_window_s
+        receipt_s = settings.limit_receipts_window_s
         return cls(
             auth_failures_per_client=Limit(settings.limit_auth_failures_per_client, auth_s),
             auth_failures_per_token=Limit(settings.limit_auth_failures_per_token, auth_s),
@@ -67,6 +70,8 @@ class RateLimits:
             activations_per_token=Limit(settings.limit_activations_per_token, act_s),
             standings_per_card=Limit(settings.limit_standings_per_card, look_s),
             standings_per_token=Limit(settings.limit_standings_per_token, look_s),
+            receipts_per_card=Limit(settings.limit_receipts_per_card, receipt_s),
+            receipts_per_token=Limit(settings.limit_receipts_per_token, receipt_s),
         )
 
 

@@ -15,12 +15,14 @@ from starlette.routing import BaseRoute
 
 from bonusd.access.auth import AuthError
 from bonusd.api import (
+    appapi,
     audit,
     changes,
     docs,
     draws,
     floor,
     jackpots,
+    kiosk,
     logos,
     members,
     notices,
@@ -114,6 +116,8 @@ def create_app(ctx: ApiContext) -> FastAPI:
     include(app, draws.router)
     include(app, changes.router)
     include(app, jackpots.router)
+    include(app, kiosk.router)  # the eHost kiosks and their receipts
+    include(app, appapi.router)  # the casino app's back end (docs/app-api.md)
     include(app, notices.router)
     include(app, pages.router)
     include(app, logos.router)  # the promotions' logos on the floor screens

@@ -28,6 +28,7 @@ from bonusd.floor.activeview import ActiveFloor
 from bonusd.floor.store import FloorStore
 from bonusd.infra.health import Health
 from bonusd.infra.metrics import Metrics
+from bonusd.kiosk.desk import KioskDesk
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.push.hub import PushHub
@@ -55,6 +56,7 @@ class ApiContext:
     reload_promotions: Callable[[str], Awaitable[list[dict[str, Any]]]]
     push: PushHub | None = None  # the live push (/ws/signage, /ws/crew)
     promotions_folder: Path | None = None  # where the promotions' logo files are; None: none
+    kiosk: KioskDesk | None = None  # the eHost kiosks and receipts (bonusd/api/kiosk.py)
     # built from the above
     importer: Importer = field(init=False)  # one registry import at a time, off the loop
     active_floor: ActiveFloor = field(init=False)  # the paged reads of /floor/active

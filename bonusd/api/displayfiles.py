@@ -11,7 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
-PAGES = {"/signage": "signage.html", "/crew": "crew.html", "/desk": "desk.html"}
+PAGES = {
+    "/signage": "signage.html",
+    "/crew": "crew.html",
+    "/desk": "desk.html",
+    "/kiosk": "kiosk.html",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +51,5 @@ def find_displays(candidates: Iterable[Path] | None = None) -> Path:
     for folder in looked:
         if all((folder / page).is_file() for page in PAGES.values()):
             return folder
-    raise FileNotFoundError(
-        "the display pages (signage.html, crew.html, desk.html) are in none of: "
-        + ", ".join(str(p) for p in looked)
-    )
+    pages, where = ", ".join(PAGES.values()), ", ".join(str(p) for p in looked)
+    raise FileNotFoundError(f"the display pages ({pages}) are in none of: {where}")

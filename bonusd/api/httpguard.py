@@ -71,7 +71,8 @@ PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
-    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
+    # the camera for this origin only: the crew's handheld scans a receipt's QR code
+    "Permissions-Policy": "camera=(self), microphone=(), geolocation=(), payment=()",
 }
 PAGE_PATHS = frozenset({"/signage", "/crew", "/desk"})
 STATIC_PREFIXES = ("/displays/", "/docs/static/", "/signage/logo/")  # no data: revalidated

@@ -1,4 +1,5 @@
-"""The pages of the floor: `/signage`, `/crew` and `/desk`, and their static files.
+"""The pages of the floor: `/signage`, `/crew`, `/desk` and the eHost kiosk's `/kiosk`, and
+their static files.
 
 The pages are plain HTML, CSS and JavaScript in `displays/` (no build step, nothing from
 another host). They hold no data: every datum reaches them through the API or the live

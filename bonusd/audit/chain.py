@@ -46,6 +46,7 @@ class Kind(StrEnum):
     DIGEST = "digest"  # a finished gaming day's chain head, also kept outside (audit.digest)
     REQUEST = "request"  # a four-eyes change asked for, with its reason (draws/approvals.py)
     APPROVAL = "approval"  # a second staff member's decision on a request
+    RECEIPT_CHECK = "receipt_check"  # a winner's ticket receipt checked at the claim (kiosk)
 
 
 def _check_json(value: Json, where: str = "payload") -> None:

@@ -23,6 +23,7 @@ from bonusd.cli.anchor import add_anchor_commands
 from bonusd.cli.clock import add_clock_commands, settings_clock
 from bonusd.cli.draws import add_draw_commands, live, live_floors, write_pools
 from bonusd.cli.floor import add_floor_commands, check_with_progress, import_with_progress
+from bonusd.cli.pins import add_pin_commands
 from bonusd.cli.rehearse import add_rehearse_command
 from bonusd.cli.text import block, cell, safe, safe_lines
 from bonusd.clocks.clock import Clock
@@ -326,6 +327,7 @@ def audit_export(
 add_draw_commands(app, _settings)
 add_anchor_commands(audit_app, _settings)
 add_floor_commands(app, _settings, _store)
+add_pin_commands(members_app)
 add_clock_commands(app, _settings)
 add_rehearse_command(app, _settings)
 

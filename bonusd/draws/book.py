@@ -173,6 +173,8 @@ class DrawBook(ClaimSteps, ChangeSteps):
             return self._move(claim_id, payload["action"], actor, at, **args)
         if kind is Kind.LETTER:
             return self._letter(int(payload["claim"].split()[-1]))
+        if kind is Kind.RECEIPT_CHECK:
+            return self._receipt_check(int(payload["claim"].split()[-1]), payload)
         if kind is Kind.SEED_REVEAL:
             return self._reveal(key)
         if kind is Kind.EXCEPTION and payload.get("change") == "early_close":
@@ -357,6 +359,12 @@ class DrawBook(ClaimSteps, ChangeSteps):
         if action == "issue_letter":
             out.append(self._entry(Kind.LETTER, self._letter(claim_id), actor, at))
         return out
+
+    def check_receipt(
+        self, claim_id: int, facts: Mapping[str, Json], actor: Actor, at: dt.datetime
+    ) -> list[Entry]:
+        """Record a receipt check on a claim (`facts`: verdict, message, receipt, reprint)."""
+        return [self._entry(Kind.RECEIPT_CHECK, self._receipt_check(claim_id, facts), actor, at)]
 
     def load_prizes(
         self, key: RoundKey, prizes: tuple[Prize, ...], actor: Actor, at: dt.datetime

@@ -5,6 +5,7 @@ apart from the rounds and picks. Pure: no I/O, no clock."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -83,6 +84,23 @@ class ClaimSteps:
         else:
             raise ClaimError(f"{claim.subject}: there is no claim action {action!r}")
         return claim_payload(self.subject, claim.card, move)
+
+    def _receipt_check(self, claim_id: int, facts: Mapping[str, Json]) -> dict[str, Json]:
+        """A receipt presented at a claim and what its check found (`bonusd.kiosk.receipt`):
+        recorded on the claim, changing nothing of it (the crew decides with it in hand)."""
+        claim = self.claim(claim_id)
+        verdict = facts["verdict"]
+        if not isinstance(verdict, str) or not verdict:
+            raise ClaimError(f"{claim.subject}: a receipt check without its verdict")
+        return {
+            "draw_id": self.subject,
+            "claim": claim.subject,
+            "card": claim.card,
+            "verdict": verdict,
+            "message": facts.get("message", ""),
+            "receipt": facts.get("receipt"),
+            "reprint": facts.get("reprint"),
+        }
 
     def _letter(self, claim_id: int) -> dict[str, Json]:
         claim = self.claim(claim_id)

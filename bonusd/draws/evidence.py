@@ -157,6 +157,7 @@ class DrawReport:
     picks: list[ReportLine] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)
+    receipt_checks: list[str] = field(default_factory=list)  # receipts presented at claims
 
     def render(self) -> str:
         out = [f"DRAW REPORT {self.draw_id}", f"audit chain: {self.chain}", "", "COMMITMENTS"]
@@ -167,7 +168,11 @@ class DrawReport:
             f"  {p.how} -> {p.outcome}"
             for n, p in enumerate(self.picks, 1)
         ] or ["  none"]
-        for title, items in (("EXCEPTIONS", self.exceptions), ("OVERRIDES", self.overrides)):
+        for title, items in (
+            ("RECEIPT CHECKS", self.receipt_checks),
+            ("EXCEPTIONS", self.exceptions),
+            ("OVERRIDES", self.overrides),
+        ):
             out += ["", title] + ([f"  {x}" for x in items] or ["  none"])
         return "\n".join(out) + "\n"
 
@@ -222,6 +227,12 @@ def draw_report(records: Sequence[AuditRecord], draw_id: str) -> DrawReport:
             report.exceptions.append(
                 f"{when}: {payload['claim']} card {payload['card']} {payload['to']}"
             )
+        elif rec.kind == Kind.RECEIPT_CHECK:
+            receipt = f"receipt {payload['receipt']}" if payload.get("receipt") else "a receipt"
+            checked = f"{when}: {payload['claim']} card {payload['card']}: {receipt}"
+            report.receipt_checks.append(f"{checked}: {payload['message']}")
+            if payload["verdict"] != "valid":
+                report.exceptions.append(f"{checked}: {payload['message']}")
         elif rec.kind == Kind.EXCEPTION:
             report.exceptions.append(f"{when}: {payload.get('note', '')}{_names(payload)}")
         elif rec.kind in (Kind.REQUEST, Kind.APPROVAL) or "approved_by" in payload:

@@ -321,3 +321,18 @@ class Keys:
     def sms(self, part: str) -> str:
         """The SMS outbox's keys: `cursor`, `outbox`, `due`, `gateway`, `lease:{id}`."""
         return f"{self.base}sms:{part}"
+
+    # -- the player's side: kiosk visits, receipts, PIN lockouts ------------------------
+
+    def kiosk_visit(self, visit: str) -> str:
+        """Hash of one card's visit at a kiosk (`bonusd.kiosk.store`), expiring on its own."""
+        return f"{self.base}kiosk-visit:{visit}"
+
+    def receipts(self, part: str) -> str:
+        """The printed receipts' keys: `next` (the last number given), `all` (hash number ->
+        receipt), `index` (hash `promotion|draw|card` -> number), `prints:{number}`."""
+        return f"{self.base}receipts:{part}"
+
+    def lockout(self, scope: str, subject: str) -> str:
+        """Wrong-PIN count of one card (`scope` kiosk-pin) or staff number, with its expiry."""
+        return f"{self.base}lockout:{scope}:{subject}"

@@ -13,12 +13,26 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TypeVar
 
+from argon2 import Type, extract_parameters
+from argon2.exceptions import InvalidHashError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bonusd.registry.text import plain_text
 
 AREA_PATTERN = r"^[a-z0-9_-]{1,32}$"  # an area of the floor: also a signage token's area
 CARD_PATTERN = r"^[A-Za-z0-9-]{1,32}$"  # a member card number, wherever one is taken
+
+# A member's kiosk PIN is kept only as an argon2id hash in PHC form (`bonusd.access.pins`
+# makes and checks them): "$argon2id$v=19$m=24576,t=3,p=1$<salt>$<hash>". The costs are
+# bounded because checking a PIN spends what the hash names: a file with m=4 GiB must not
+# make every kiosk visit allocate 4 GiB.
+_PIN_HASH_SHAPE = re.compile(
+    r"\$argon2id\$v=19\$m=[0-9]{1,7},t=[0-9]{1,3},p=[0-9]{1,3}\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+"
+)
+_PIN_HASH_MAX_LEN = 256
+_PIN_HASH_MAX_MEMORY_KIB = 256 * 1024
+_PIN_HASH_MAX_TIME = 16
+_PIN_HASH_MAX_LANES = 8
 
 
 class Tier(StrEnum):
@@ -34,7 +48,10 @@ class Tier(StrEnum):
 class Member(BaseModel):
     """A loyalty member as the casino management system hands it over."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+    # a validation error never quotes what it refused: personal data, or a PIN hash
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", str_strip_whitespace=True, hide_input_in_errors=True
+    )
 
     card: str = Field(pattern=CARD_PATTERN)
     name: str = Field(min_length=1, max_length=120)
@@ -47,8 +64,11 @@ class Member(BaseModel):
     last_visit: dt.date | None = None
     # for SMS to winners who opted in (docs/notices.md): international format, +27821234567
     mobile: str | None = None
+    # the kiosk PIN's argon2id hash (`bonusd members hash-pin`), None: no PIN. A secret:
+    # left out of every dump, JSON answer and repr (the kiosk reads it from Redis).
+    pin_hash: str | None = Field(default=None, exclude=True, repr=False)
 
-    @field_validator("date_of_birth", "last_visit", "mobile", mode="before")
+    @field_validator("date_of_birth", "last_visit", "mobile", "pin_hash", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if value == "" else value
@@ -73,6 +93,18 @@ class Member(BaseModel):
             )
         return number
 
+    @field_validator("pin_hash")
+    @classmethod
+    def _pin_hash(cls, value: str | None) -> str | None:
+        # the value is never echoed: a hash of a 4-digit PIN is as good as the PIN
+        if value is not None and not valid_pin_hash(value):
+            raise ValueError(
+                "not a PIN hash: write the argon2id hash `bonusd members hash-pin` prints "
+                "(starting $argon2id$; in a CSV file quote it, it holds commas), or leave "
+                "the field blank for no PIN"
+            )
+        return value
+
     def age_on(self, day: dt.date) -> int | None:
         """Age in whole years on `day`, or None when the date of birth is unknown."""
         if self.date_of_birth is None:
@@ -92,6 +124,7 @@ class Member(BaseModel):
             "exclusion_reason": self.exclusion_reason,
             "last_visit": self.last_visit.isoformat() if self.last_visit else "",
             "mobile": self.mobile or "",
+            "pin_hash": self.pin_hash or "",
         }
 
     def to_index(self) -> str:
@@ -121,6 +154,7 @@ class Member(BaseModel):
             "exclusion_reason": "",
             "last_visit": _date(last),
             "mobile": None,
+            "pin_hash": None,
         }
         # model_construct without its per-field loop: bulk recomputes build 200,000 of
         # these, and the loop costs more than the rules themselves. Same result (tested).
@@ -147,7 +181,27 @@ class Member(BaseModel):
             exclusion_reason=raw.get("exclusion_reason", ""),
             last_visit=dt.date.fromisoformat(last) if last else None,
             mobile=raw.get("mobile") or None,
+            pin_hash=raw.get("pin_hash") or None,
         )
+
+
+def valid_pin_hash(text: str) -> bool:
+    """Whether `text` is an argon2id hash (PHC form, version 19) that a kiosk can check at
+    a bounded cost; never raises."""
+    if len(text) > _PIN_HASH_MAX_LEN or not _PIN_HASH_SHAPE.fullmatch(text):
+        return False
+    try:
+        params = extract_parameters(text)
+    except InvalidHashError:
+        return False
+    return (
+        params.type is Type.ID
+        and 8 * params.parallelism <= params.memory_cost <= _PIN_HASH_MAX_MEMORY_KIB
+        and 1 <= params.time_cost <= _PIN_HASH_MAX_TIME
+        and 1 <= params.parallelism <= _PIN_HASH_MAX_LANES
+        and params.salt_len >= 8
+        and params.hash_len >= 16
+    )
 
 
 _TIERS = {t.value: t for t in Tier}

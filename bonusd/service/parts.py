@@ -10,6 +10,7 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
+from bonusd.access.auth import TokenStore
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.runner import DrawRunner
@@ -24,6 +25,9 @@ from bonusd.infra.leader import Leadership
 from bonusd.infra.metrics import Metrics
 from bonusd.ingest.consumer import CommitHook, Ingest
 from bonusd.ingest.target import MqttTarget
+from bonusd.kiosk.desk import KioskConfig, KioskDesk
+from bonusd.kiosk.receiptkey import load_receipt_key
+from bonusd.kiosk.store import KioskStore
 from bonusd.promotions import Promotion
 from bonusd.promotions.store import PromotionStore
 from bonusd.push.hub import PushHub
@@ -173,3 +177,21 @@ def leadership(
         health=health,
         metrics=metrics,
     )
+
+
+def kiosk_desk(
+    settings: Settings, promotions: PromotionStore, draws: DrawRunner, tokens: TokenStore
+) -> KioskDesk:
+    """The eHost kiosks' side (docs/kiosk.md): visits, PINs, receipts and their checks,
+    with the site's receipt key read from `BONUSD_RECEIPT_KEY_FILE` (created when missing;
+    `ReceiptKeyError` when it is unusable, and the start is refused)."""
+    config = KioskConfig(
+        site=settings.site,
+        timezone=settings.timezone,
+        key=load_receipt_key(settings.receipt_key_file),
+        printers=dict(settings.receipt_printers),
+        pin_attempts=settings.kiosk_pin_attempts,
+        pin_lock_s=settings.kiosk_pin_lock_s,
+    )
+    store = KioskStore(promotions.redis, promotions.keys, visit_s=settings.kiosk_visit_s)
+    return KioskDesk(store, promotions, draws, tokens.limiter, config)

@@ -49,16 +49,15 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.service.actions import ScheduledActions
 from bonusd.service.claimtimers import ClaimTimers
-from bonusd.service.parts import floor_ingest, leadership, push_hub, runners
+from bonusd.service.parts import floor_ingest, kiosk_desk, leadership, push_hub, runners
 from bonusd.service.retention import RetentionSweeper
 from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings
 
 logger = logging.getLogger(__name__)
-# Redis is pinged this often, and a ping not answered within the timeout counts as an
-# outage: a hung Redis (SIGSTOP, a full disk, a stuck failover) turns /health degraded
-# within their sum, not only a refused connection (issue 14: 1.5 s, measured in
-# docs/robustness.md).
+# Redis is pinged this often, and a ping not answered within the timeout is an outage: a
+# hung Redis (SIGSTOP, a full disk, a stuck failover) turns /health degraded within their
+# sum, not only a refused connection (1.5 s, measured in docs/robustness.md).
 REDIS_WATCH_INTERVAL_S = 0.5
 REDIS_PROBE_TIMEOUT_S = 1.0
 
@@ -204,6 +203,7 @@ class Service:
                 reload_promotions=self.reload_promotions,
                 push=self.push,
                 promotions_folder=self.settings.promotions,  # the signage logos (api/logos.py)
+                kiosk=kiosk_desk(self.settings, self.promotion_store, self.draws, self.tokens),
             )
         )
         self.scheduler = Scheduler(

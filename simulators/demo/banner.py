@@ -53,7 +53,10 @@ def banner(
         f"  crew handheld    {base}/crew   token: {tokens[Role.CREW]}",
         f"  promotions desk  {base}/desk   token: {tokens[Role.DESK]}",
         f"  API docs         {base}/docs   admin token: {tokens[Role.ADMIN]}",
-        f"  kiosk            token: {tokens[Role.KIOSK]}",
+        f"  eHost kiosk      {base}/kiosk   token: {tokens[Role.KIOSK]}"
+        "   (type a card number and Enter, as its card reader does; cards and PINs below)",
+        f"  the casino's app {base}/app/members/CARD   app token: {tokens[Role.APP]}"
+        "   (docs/app-api.md)",
         f"  health           {base}/health",
         f"  e.g. curl -H 'Authorization: Bearer {tokens[Role.DESK]}' {base}/floor/active",
         "",

@@ -66,13 +66,14 @@ from simulators.demo.floor import (
     stop_simulator,
     watch_simulator,
 )
+from simulators.demo.pins import demo_pins, pin_hashes, pin_lines
 
 logger = logging.getLogger("simulators.demo.main")
 DEMO_PROMOTIONS = Path(__file__).resolve().parents[2] / "promotions" / "demo"
 DEMO_START = dt.datetime.fromisoformat("2026-10-03T16:55:00+02:00")
 TOKEN_LIFETIME = dt.timedelta(days=365)  # simulated: at x60, six days of wall time
 LOCK_TTL_S = 15
-TOKEN_ROLES = (Role.SIGNAGE, Role.CREW, Role.DESK, Role.KIOSK, Role.ADMIN)
+TOKEN_ROLES = (Role.SIGNAGE, Role.CREW, Role.DESK, Role.KIOSK, Role.APP, Role.ADMIN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +220,7 @@ class Demo:
                 return
             sizes = floor_sizes(devices, members)
             print(self._banner(spec.name, sizes, tokens, timetable), flush=True)
+            print(pin_lines(demo_pins(members)), flush=True)
             simulator = await self._start_simulator()
             stack.push_async_callback(self._stopped, simulator)
             await clock.resume()
@@ -266,7 +268,7 @@ class Demo:
         )
         devices_csv, members_csv = io.StringIO(), io.StringIO()
         write_devices_csv(floor, devices_csv)
-        write_members_csv(floor, members_csv)
+        write_members_csv(floor, members_csv, pin_hashes(demo_pins(floor.members)))
         devices = parse_text(Device, devices_csv.getvalue(), source="simulated devices.csv")
         members = parse_text(Member, members_csv.getvalue(), source="simulated members.csv")
         return devices, members

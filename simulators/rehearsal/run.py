@@ -185,6 +185,7 @@ def _daemon_settings(
         mqtt_receive_maximum=5000,
         promotions=folder,
         seed_key_file=folder / "seed-key",
+        receipt_key_file=folder / "receipt-key",
         digest_dir=folder / "audit-digests",  # the daily audit digests: thrown away with it
         sms_webhook_url="",  # a rehearsal never texts anyone
     )

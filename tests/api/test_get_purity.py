@@ -63,6 +63,7 @@ ROLES: tuple[tuple[Role, str], ...] = (
     (Role.DESK, ""),
     (Role.CREW, ""),
     (Role.KIOSK, ""),
+    (Role.APP, ""),
     (Role.SIGNAGE, "main"),
     (Role.SIGNAGE, ""),
 )
@@ -111,6 +112,8 @@ async def floor(
     async with running(both_settings, clock) as d:
         await asyncio.wait_for(d.service.scheduler.caught_up.wait(), 60)
         await golden_horse_week(d, clock, pub)
+        clock.set(at(11, 7, 12))  # activations open: a receipt printed at a kiosk
+        await _print_receipt(d, ACTIVATED[0])
         clock.set(at(11, 7, 19))  # the scheduler closes the halfway bin and draws round 1
         book_path = f"/promotions/{GH}/draws/halfway/book"
 
@@ -151,6 +154,27 @@ async def floor(
         yield d, known
 
 
+async def _print_receipt(d: Daemon, card: str) -> None:
+    """Receipt 1 (for GET /receipts/{number}), printed through a kiosk visit."""
+    kiosk = await d.client(Role.KIOSK)
+    try:
+        opened = await kiosk.post("/kiosk/visits", json={"card": card})
+        assert opened.status_code == 201, opened.text
+        headers = {"X-Kiosk-Visit": opened.json()["visit"]}
+        body = {"promotion": GH, "draw": "halfway"}
+        printed = await kiosk.post("/kiosk/visit/receipts", json=body, headers=headers)
+        assert printed.status_code == 201, printed.text
+    finally:
+        await kiosk.aclose()
+
+
+async def _kiosk_visit(d: Daemon, kiosk: httpx.AsyncClient, card: str) -> dict[str, str]:
+    """A visit open at the test's kiosk client: the header GET /kiosk/visit reads with."""
+    opened = await kiosk.post("/kiosk/visits", json={"card": card})
+    assert opened.status_code == 201, opened.text
+    return {"X-Kiosk-Visit": opened.json()["visit"]}
+
+
 def _fill(letter: str, festa_draw: str, sessions: list[str]) -> dict[str, Any]:
     """The values of each path parameter: ids that exist here, and ids that do not."""
     winner = ACTIVATED[0]
@@ -173,6 +197,7 @@ def _fill(letter: str, festa_draw: str, sessions: list[str]) -> dict[str, Any]:
         "round_no": ["1", "3", "9"],
         "number": [letter, f"{GH}.halfway-999999", "1", "14", "999"],
         "name": ["signage.js", "crew.css", "swagger-ui.css", "no-such.js", "..%2Fpyproject.toml"],
+        "device": ["EGM-0401", MISSING],
     }
 
 
@@ -215,6 +240,7 @@ FILL = {
     "round_no": "round_no",
     "number": "number",
     "name": "name",
+    "device": "device",
 }
 
 
@@ -252,6 +278,8 @@ async def test_no_get_route_writes_anything(
     routes = get_routes(d)
     assert len(routes) >= 30, routes
     clients = [await d.client(role, area) for role, area in ROLES]
+    kiosk = next(c for c, (role, _) in zip(clients, ROLES, strict=True) if role is Role.KIOSK)
+    headers = {"/kiosk/visit": await _kiosk_visit(d, kiosk, ACTIVATED[0])}
     tokens = await ws_tokens(d)
     r = aioredis.Redis.from_url(redis_url)
     try:
@@ -266,7 +294,7 @@ async def test_no_get_route_writes_anything(
                 for query in ("", *QUERIES.get(path, ())):
                     full = f"{url}?{query}" if query else url
                     for client in clients:
-                        response = await client.request(method, full)
+                        response = await client.request(method, full, headers=headers.get(path))
                         assert response.status_code < 500, (method, full, response.text)
                         statuses.add(response.status_code)
                         calls += 1

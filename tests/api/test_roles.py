@@ -138,3 +138,19 @@ async def test_expired_revoked_and_forged_tokens_are_refused(daemon: Daemon) -> 
         assert why in r.json()["detail"]
     listed = await tokens.list()
     assert all("digest" not in row for row in listed)
+
+
+# the casino app's back end (docs/app-api.md): its routes, and only those
+APP_ROUTES = {
+    ("GET", "/app/members/{card}"),
+    ("POST", "/app/members/{card}/activations"),
+    ("GET", "/app/promotions/{promotion}/draws/{draw}/leaderboards/{side}"),
+}
+
+
+async def test_the_app_role_reads_its_own_routes_only(daemon: Daemon) -> None:
+    table = {(method, path): roles for method, path, roles in _routes(daemon)}
+    for route in APP_ROUTES:
+        assert table.get(route) == {Role.APP, Role.ADMIN}, route
+    others = [route for route, roles in table.items() if Role.APP in roles]
+    assert set(others) == APP_ROUTES, others  # no other route admits an app token
