@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
@@ -157,6 +159,61 @@ class Settings(BaseSettings):
     # -- end of data retention ---------------------------------------------------------------
 
     log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+
+    # -- production deployment (docs/deploy.md) ---------------------------------------------
+    # "json": one JSON object a line (time, level, logger, message, exception), no more
+    # than the text format says, so the no-personal-data rule holds for both
+    log_format: Literal["text", "json"] = "text"
+    # the reverse proxies whose X-Forwarded-For/-Proto are believed: comma-separated
+    # addresses or networks (deploy/nginx/); "": none, the client is the TCP peer
+    trusted_proxies: str = ""
+    # Redis's persistence and eviction policy, checked by `bonusd run` before it starts
+    # (deploy/redis/): "refuse" to start on one that can lose acknowledged writes,
+    # "warn" and run, "off" (a throwaway development Redis)
+    redis_check: Literal["refuse", "warn", "off"] = "refuse"
+    # PEM files whose expiry /metrics reports (the proxy's certificate), comma-separated;
+    # the BONUSD_MQTT_TLS_* files are reported too
+    cert_files: str = ""
+    # set by systemd for a Type=notify unit with WatchdogSec= (deploy/systemd/)
+    notify_socket: str = Field(default="", validation_alias="NOTIFY_SOCKET")
+    watchdog_usec: int = Field(default=0, ge=0, validation_alias="WATCHDOG_USEC")
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_addresses(cls, value: str) -> str:
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                msg = (
+                    f"BONUSD_TRUSTED_PROXIES takes IP addresses or networks "
+                    f"(10.0.0.11,127.0.0.1), got {item!r}"
+                )
+                raise ValueError(msg) from None
+        return value
+
+    @property
+    def proxies(self) -> list[str]:
+        """The trusted proxies as a list ([] when none)."""
+        return [part.strip() for part in self.trusted_proxies.split(",") if part.strip()]
+
+    @property
+    def watched_certificates(self) -> list[Path]:
+        """Every certificate file whose expiry the daemon reports."""
+        listed = [Path(part.strip()) for part in self.cert_files.split(",") if part.strip()]
+        mqtt = [p for p in (self.mqtt_tls_ca_file, self.mqtt_tls_cert_file) if p is not None]
+        return listed + mqtt
+
+    # -- end of production deployment ---------------------------------------------------------
+
+    # -- staff sign-in (docs/security.md, "Staff sign-in"): BONUSD_STAFF_* -----------------
+    staff_shift_s: int = Field(default=12 * 3600, ge=60, le=7 * 86_400)  # a session's life
+    staff_idle_s: int = Field(default=15 * 60, ge=60, le=86_400)  # ... without activity
+    staff_pin_attempts: int = Field(default=5, ge=1, le=100)  # wrong PINs locking a number
+    staff_pin_lock_s: int = Field(default=15 * 60, ge=1, le=86_400)  # the lock's length
+    staff_address_attempts: int = Field(default=20, ge=1, le=10_000)  # ... one address
+    staff_address_lock_s: int = Field(default=15 * 60, ge=1, le=86_400)
+    # -- end of staff sign-in ----------------------------------------------------------------
 
     @field_validator("timezone")
     @classmethod

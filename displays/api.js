@@ -1,8 +1,17 @@
-// api.js — HTTP calls of the crew and desk pages: every fetch carries the page's token as
-// `Authorization: Bearer`, and every answer comes back as {ok, status, data, detail}, where
-// `detail` is the server's own words for a refusal (409), a wrong role (403) and so on.
+// api.js — HTTP calls of the crew and desk pages: every fetch carries the signed-in staff
+// member's session cookie (the browser adds it; no script sees it) or, for a page holding a
+// machine's token, `Authorization: Bearer`, and every answer comes back as
+// {ok, status, data, detail}, where `detail` is the server's own words for a refusal (409),
+// a wrong role (403) and so on.
 
 import { getToken } from './auth.js';
+
+let sessionRefused = null;
+
+/** Call `fn(detail)` when the daemon refuses the page's session (401) from now on. */
+export function whenSessionRefused(fn) {
+  sessionRefused = fn;
+}
 
 export async function api(path, { method = 'GET', body, accept = 'application/json' } = {}) {
   const headers = { Accept: accept };
@@ -25,14 +34,21 @@ export async function api(path, { method = 'GET', body, accept = 'application/js
   if (type.includes('json')) data = await response.json().catch(() => null);
   else text = await response.text().catch(() => '');
   if (response.ok) return { ok: true, status: response.status, data: data ?? text, detail: '' };
-  return { ok: false, status: response.status, data, detail: describe(response.status, data, text) };
+  const detail = describe(response.status, data, text);
+  if (response.status === 401 && sessionRefused) sessionRefused(detail);
+  return { ok: false, status: response.status, data, detail };
 }
 
 function describe(status, data, text) {
   const detail = data && data.detail;
   if (typeof detail === 'string') return detail;
   if (Array.isArray(detail)) {
-    return detail.map((d) => `${(d.loc || []).slice(1).join('.')}: ${d.msg}`).join('; ');
+    return detail
+      .map((d) => {
+        const where = (d.loc || []).slice(1).join('.');
+        return where ? `${where}: ${d.msg}` : d.msg; // a rule's refusal names no field
+      })
+      .join('; ');
   }
   return `HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`;
 }

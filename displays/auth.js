@@ -1,6 +1,8 @@
-// auth.js — the token a page holds: from `?token=` (a signage screen's configured URL) or
-// typed into the login form and kept in sessionStorage (crew, desk), so it lives as long as
-// the tab and never in a cookie. Also the page's site and area from the query string.
+// auth.js — a machine page's token (a kiosk's: from `?token=` or typed into its form and
+// kept in sessionStorage, so it lives as long as the tab), the page's site and area from the
+// query string, and signing a page out with its reason. People (crew, desk) hold no token:
+// they sign in with a staff number and PIN and their session is an HttpOnly cookie
+// (signin.js).
 
 const KEY = `bonusd.token${location.pathname.replace(/\W+/g, '.')}`;
 

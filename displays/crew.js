@@ -4,18 +4,20 @@
 // allowed), for a draw claim the receipt check (receipt-check.js: the code typed or
 // scanned, the verdict big; a valid one ticks "Receipt seen"), and a big button per
 // action the claim's state allows now. An action posts
-// to the claim's endpoint with the crew token and the page shows the result or the
-// server's refusal. A new alert vibrates and beeps where the browser allows it.
+// to the claim's endpoint in the signed-in crew member's name (signin.js: staff number and
+// PIN, the session in an HttpOnly cookie) and the page shows the result or the server's
+// refusal. A new alert vibrates and beeps where the browser allows it.
 //
 // Each alert keeps its DOM node while it stays open (typing a reveal number is not lost
 // when another alert changes); nodes of closed alerts are removed.
 
 import { api } from './api.js';
-import { clearToken, getToken, loginForm, signOut, signedOutReason, site as pageSite } from './auth.js';
+import { signedOutReason, site as pageSite } from './auth.js';
 import { CREW_ACTIONS, describeAction, postAction, splitSubject, stateLabel } from './claims.js';
 import { ServerClock, countdown, hhmm } from './clock.js';
 import { byId, fill, h, setText, show } from './dom.js';
 import { receiptCheck } from './receipt-check.js';
+import { endSession, startSignIn } from './signin.js';
 import { LiveStream } from './stream.js';
 
 const clock = new ServerClock();
@@ -306,24 +308,17 @@ function tick() {
   for (const el of document.querySelectorAll('[data-reselect-from]')) tickWait(el);
 }
 
-async function onToken(token) {
-  const check = await api('/floor/active?kind=egm'); // crew or desk: proves the role
-  if (!check.ok) {
-    setText(byId('login-error'), `This token does not open the crew view: ${check.detail}`);
-    clearToken();
-    return;
-  }
+async function onSignedIn() {
   show(byId('login'), false);
   show(byId('main'), true);
-  show(byId('logout'), true);
-  if (live) {
-    live.setToken(token);
-    return;
-  }
+  show(byId('clock'), true); // the daemon's clock and the stream's state, once signed in
+  show(byId('live'), true);
+  unlockAudio();
+  if (live) return;
   live = new LiveStream({
     path: '/ws/crew',
     params: { site: await pageSite() },
-    token,
+    token: '', // the session cookie authenticates the socket
     clock,
     onState,
     onClock: tick, // a jump, pause or change of speed shows at once
@@ -333,17 +328,12 @@ async function onToken(token) {
       el.textContent = { live: 'live', connecting: 'connecting…', reconnecting: 'reconnecting…', denied: 'refused' }[status] || status;
       el.title = detail || '';
     },
-    onRevoked: (reason) => signOut(`Signed out: ${reason}. Ask a supervisor for a new token.`),
+    onRevoked: (reason) => endSession(reason),
   });
   live.start();
 }
 
 document.addEventListener('pointerdown', unlockAudio, { passive: true });
-byId('logout').addEventListener('click', () => {
-  clearToken();
-  location.reload();
-});
 setInterval(tick, 500);
 setText(byId('login-error'), signedOutReason());
-loginForm(byId('login'), onToken);
-if (getToken()) unlockAudio();
+startSignIn({ form: byId('login'), who: byId('who'), logout: byId('logout'), bar: byId('who-bar'), onSignedIn });

@@ -1,13 +1,14 @@
-// desk.js — the promotions desk page: login, tabs, the daemon's clock, and the live panel
+// desk.js — the promotions desk page: staff sign-in (signin.js), tabs, the daemon's clock, and the live panel
 // (open claims with their PA announcement text, from the crew stream, which the desk role
 // may read), which also carries the desk's change marker: on a change the open tab fetches
 // what it shows again (desk-live.js), so the desk never goes stale. Each tab's work is in its own module: desk-draws.js, desk-jackpots.js,
-// desk-letters.js, desk-members.js, desk-audit.js.
+// desk-letters.js, desk-members.js, desk-audit.js; an admin also gets desk-staff.js.
 
 import { api } from './api.js';
-import { clearToken, loginForm, signOut, signedOutReason, site as pageSite } from './auth.js';
+import { signedOutReason, site as pageSite } from './auth.js';
 import { ServerClock, countdown } from './clock.js';
 import { byId, fill, h, setText, show } from './dom.js';
+import { endSession, signOutWith, startSignIn } from './signin.js';
 import { LiveStream } from './stream.js';
 import { stateTag, timer, toast } from './ui.js';
 import { initAudit } from './desk-audit.js';
@@ -16,6 +17,8 @@ import { DeskWatch } from './desk-live.js';
 import { initJackpots } from './desk-jackpots.js';
 import { initLetters } from './desk-letters.js';
 import { initMembers } from './desk-members.js';
+import { initScreens } from './desk-screens.js';
+import { initStaff } from './desk-staff.js';
 
 const clock = new ServerClock();
 const ctx = { clock, toast, show: showTab, site: '' };
@@ -36,24 +39,25 @@ tabs.jackpots = initJackpots(ctx);
 tabs.letters = ctx.letters;
 tabs.members = initMembers(ctx);
 tabs.audit = initAudit(ctx);
+tabs.screens = initScreens(ctx); // floor screens and machine credentials
 tabs.live = { open() {} };
 
-async function onToken(token) {
-  const check = await api('/promotions/changes'); // desk only: proves the role
-  if (!check.ok) {
-    setText(byId('login-error'), `This token does not open the desk: ${check.detail}`);
-    clearToken();
+async function onSignedIn(me) {
+  if (me.role !== 'desk' && me.role !== 'admin') {
+    signOutWith(`Staff ${me.staff} is a ${me.role} account: the desk needs a desk or admin sign-in.`);
     return;
   }
   setText(byId('login-error'), '');
   show(byId('login'), false);
   show(byId('tabs'), true);
   show(byId('main'), true);
-  show(byId('logout'), true);
+  if (me.role === 'admin' && !tabs.staff) {
+    tabs.staff = initStaff(ctx, me); // staff accounts: the admin's only
+    show(byId('tabs').querySelector('[data-tab=staff]'), true);
+  }
   ctx.site = await pageSite();
   setText(byId('site'), ctx.site ? `site ${ctx.site}` : '');
-  if (live) live.setToken(token);
-  else startLive(token);
+  if (!live) startLive();
   if (!started) {
     started = true;
     setInterval(tick, 500);
@@ -63,11 +67,11 @@ async function onToken(token) {
   showTab((location.hash || '#draws').slice(1));
 }
 
-function startLive(token) {
+function startLive() {
   live = new LiveStream({
     path: '/ws/crew',
     params: { site: ctx.site },
-    token,
+    token: '', // the session cookie authenticates the socket
     clock,
     onClock: tick, // a jump, pause or change of speed shows at once
     onStatus: (status, detail) => {
@@ -77,7 +81,7 @@ function startLive(token) {
       el.textContent = words[status] || status;
       el.title = detail || '';
     },
-    onRevoked: (reason) => signOut(`Signed out: ${reason}. Ask a supervisor for a new token.`),
+    onRevoked: (reason) => endSession(reason),
     onState: (state, changed) => {
       if (changed.includes('alerts')) renderAlerts(state.alerts || []);
       if (changed.includes('recent')) renderRecent(state.recent || []);
@@ -144,9 +148,5 @@ byId('tabs').addEventListener('click', (ev) => {
   const button = ev.target.closest('button[data-tab]');
   if (button) showTab(button.dataset.tab);
 });
-byId('logout').addEventListener('click', () => {
-  clearToken();
-  location.reload();
-});
 setText(byId('login-error'), signedOutReason());
-loginForm(byId('login'), onToken);
+startSignIn({ form: byId('login'), who: byId('who'), logout: byId('logout'), onSignedIn });

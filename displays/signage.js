@@ -14,8 +14,15 @@
 // (old nodes go with their contents; no listener is ever added after start), one ticker
 // interval updates the clocks in place, and the stream keeps one socket at a time.
 // Shows only what the daemon sends: names and cards arrive masked and stay as they are.
+//
+// The screen's credential is its own, from pairing (pairing.js): kept in localStorage, never
+// in its URL. A new screen shows its pairing code until the desk pairs it; a credential the
+// daemon refuses (revoked, expired) is forgotten and the screen shows a new code. The area
+// is the credential's (a screen moved on the desk switches streams by itself); `?area=`
+// is only for a credential without one.
 
-import { getToken, loginForm, param, site as pageSite } from './auth.js';
+import { param, site as pageSite } from './auth.js';
+import { Pairing, credential, forget, hello } from './pairing.js';
 import { ServerClock, countdown, dayTime, hhmm } from './clock.js';
 import { byId, setText, show } from './dom.js';
 import { LiveStream } from './stream.js';
@@ -93,7 +100,7 @@ function onStatus(status, detail) {
   const words = {
     connecting: 'Connecting to the floor…',
     reconnecting: 'Reconnecting to the floor… (showing the last known state)',
-    denied: `This screen's token was refused: ${detail}`,
+    denied: `This screen's credential was refused: ${detail}`,
     live: '',
   };
   setText(el.connection, words[status] ?? status);
@@ -187,18 +194,22 @@ function tick() {
   if (due) setText(el.nextCountdown, 'Drawing now');
 }
 
-async function start(token) {
-  show(byId('login'), false);
+async function start(kept) {
   const area = param('area');
-  setText(el.area, area ? `Area ${area}` : '');
+  setText(el.area, area || kept.area ? `Area ${area || kept.area}` : '');
+  hello(kept.token); // what this screen runs on, for the desk's list
   live = new LiveStream({
     path: '/ws/signage',
     params: { site: await pageSite(), area },
-    token,
+    token: kept.token,
     clock,
     onState,
     onClock: tick, // a jump, pause or change of speed shows at once
     onStatus,
+    onRevoked: (reason) => { // revoked or expired: nothing shown stays; pair again
+      forget(`This screen’s credential ended (${reason}): pair it again with the code above.`);
+      location.reload();
+    },
   });
   live.start();
 }
@@ -208,9 +219,14 @@ el.logo.addEventListener('error', () => { // a logo that cannot be had: the titl
   show(el.logo, false);
 });
 setInterval(tick, TICK_MS);
-if (getToken()) start(getToken());
-else {
-  onStatus('denied', 'no token given');
-  show(byId('login'), true);
-  loginForm(byId('login'), (token) => (live ? live.setToken(token) : start(token)));
+let warning = '';
+if (param('token')) { // an old set-up: a token never goes in an address (history, proxy logs)
+  const query = new URLSearchParams(location.search);
+  query.delete('token');
+  history.replaceState(null, '', `${location.pathname}${query.size ? `?${query}` : ''}`);
+  warning = 'This screen’s address held a token: it was ignored and removed from the address. '
+    + 'Take it out of the screen’s start-up address too, and pair the screen with the code below.';
 }
+const kept = credential();
+if (kept) start(kept);
+else new Pairing(start).start(warning);

@@ -89,7 +89,8 @@ export class LiveStream {
     this.ws = ws;
     this.lastMessage = performance.now();
     ws.onopen = () => {
-      const hello = { token: this.token };
+      // a signed-in staff page has no token: the session cookie went with the handshake
+      const hello = this.token ? { token: this.token } : {};
       if (this.epoch !== null && this.seq !== null) {
         hello.resume = { epoch: this.epoch, seq: this.seq };
       }

@@ -143,6 +143,7 @@ def daemon_env(
         "BONUSD_HTTP_PORT": str(port),
         "BONUSD_PROMOTIONS": str(folder / "promotions"),
         "BONUSD_LOG_LEVEL": "WARNING",
+        "BONUSD_REDIS_CHECK": "off",  # a throwaway Redis, no persistence (docs/deploy.md)
     }
     if args.pythonpath is not None:
         env["PYTHONPATH"] = f"{args.pythonpath.resolve()}:{env.get('PYTHONPATH', '')}"

@@ -186,6 +186,7 @@ class PushBench:
             "BONUSD_CLOCK_START": dt.datetime.combine(DAY, dt.time(12, 0), SAST).isoformat(),
             "BONUSD_LOG_LEVEL": "WARNING",
             "BONUSD_PUSH_DEFLATE": "1" if self.args.deflate else "0",
+            "BONUSD_REDIS_CHECK": "off",  # a throwaway Redis, no persistence (docs/deploy.md)
         }
 
     async def start_servers(self) -> str:

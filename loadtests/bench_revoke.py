@@ -102,6 +102,7 @@ async def run(args: argparse.Namespace) -> None:
         "BONUSD_CLOCK_START": start.isoformat(),
         "BONUSD_CLOCK_SPEED": str(args.speed),
         "BONUSD_LOG_LEVEL": "WARNING",
+        "BONUSD_REDIS_CHECK": "off",  # the development Redis (docs/deploy.md, "Redis")
     }
     daemon = start_daemon(env, log)
     url = f"ws://127.0.0.1:{port}/ws/crew"

@@ -66,6 +66,7 @@ def _daemon(
         "BONUSD_MQTT_URL": broker.url,
         "BONUSD_HTTP_PORT": str(port),
         "BONUSD_BACKOFF_MAX_S": "1",
+        "BONUSD_REDIS_CHECK": "off",  # a throwaway Redis, no persistence (docs/deploy.md)
     }
     return subprocess.Popen(
         [sys.executable, "-m", "bonusd", "run"],

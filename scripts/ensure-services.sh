@@ -17,7 +17,10 @@
 #   Prints one line per service: "reused URL" or "started URL".
 #   --with-chromium also makes sure Debian's `chromium` is installed (for the
 #   browser tests); --with-test-tools that the mosquitto, mosquitto_pub and
-#   redis-server binaries are (the tests and benchmarks start their own).
+#   redis-server binaries are (the tests and benchmarks start their own), and
+#   nginx, systemd-analyze and promtool (Debian's nginx, systemd and prometheus;
+#   tests/deploy/ runs them on spare ports; the services their packages start on
+#   a systemd host are stopped and disabled right after the install).
 #
 # stop: stops the dev instances that this script started (the pid files under
 #   .run/). Services it only reused are never touched.
@@ -411,6 +414,23 @@ describe_reused() {
     fi
 }
 
+# stop_tool_services PKG... : nginx and prometheus are installed for their binaries
+# (tests/deploy/ starts its own on spare ports); on a systemd host their packages also
+# start and enable a service (port 80, port 9090): stop and disable those just installed.
+stop_tool_services() {
+    local pkg units=()
+    [ -d /run/systemd/system ] || return 0
+    for pkg in "$@"; do
+        case "$pkg" in
+            nginx) units+=(nginx.service) ;;
+            prometheus) units+=(prometheus.service prometheus-node-exporter.service) ;;
+        esac
+    done
+    [ "${#units[@]}" -gt 0 ] || return 0
+    say "systemctl disable --now ${units[*]} (installed for tests/deploy/ only)"
+    systemctl disable --now "${units[@]}" >/dev/null 2>&1 || true
+}
+
 cmd_start() {
     local with_chromium=$1 with_test_tools=${2:-0} redis_action mqtt_action
     local -a pkgs=()
@@ -437,6 +457,10 @@ cmd_start() {
         find_bin mosquitto >/dev/null || pkgs+=(mosquitto)
         find_bin mosquitto_pub >/dev/null || pkgs+=(mosquitto-clients)
         find_bin redis-server >/dev/null || pkgs+=(redis-server)
+        # tests/deploy/: the reverse proxy, systemd-analyze verify of the units, promtool
+        find_bin nginx >/dev/null || pkgs+=(nginx)
+        find_bin systemd-analyze >/dev/null || pkgs+=(systemd)
+        find_bin promtool >/dev/null || pkgs+=(prometheus)
         if [ "${#pkgs[@]}" -gt 0 ]; then
             mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
         fi
@@ -444,6 +468,7 @@ cmd_start() {
     if [ "${#pkgs[@]}" -gt 0 ]; then
         is_root || die "missing Debian packages. Run:"$'\n'"    sudo apt-get install -y ${pkgs[*]}"$'\n'"then rerun $0"
         apt_install "${pkgs[@]}"
+        stop_tool_services "${pkgs[@]}"
         # Debian's packages may have started their own service on the port.
         if [ "$redis_action" = start ]; then
             check_service redis probe_redis "$REDIS_URL" redis-server "$REDIS_DIR"

@@ -37,6 +37,7 @@ from simulators.config import FloorConfig
 from simulators.floor import Floor, build_floor
 from simulators.floorfile import FloorFileError, floor_names, load_floor
 from simulators.generator import JOHANNESBURG, Granularity, SimEvent, generate_events
+from simulators.identity import contract_of
 from simulators.pacing import Pacer, SharedPacer
 from simulators.publish import PublishError, publish_events
 from simulators.registry import export_registry
@@ -60,8 +61,9 @@ Start = Annotated[
 Duration = Annotated[str, typer.Option(help="Simulated duration: 2h, 90m, 1h30m, 1d.")]
 RunId = Annotated[
     str | None,
-    typer.Option(help="Prefix of event ids (default: a digest of floor, seed and start)."),
+    typer.Option(help="Stem of epochs (v2) or event ids (v1) [a digest of floor, seed, start]."),
 ]
+ContractOpt = Annotated[str, typer.Option(help="Telemetry contract: v2 (epoch, seq) or v1 (id).")]
 Site = Annotated[
     str | None, typer.Option(help="Site segment of the topics [the floor's, or demo].")
 ]
@@ -169,10 +171,8 @@ def _duration(text: str) -> dt.timedelta:
 
 
 def _granularity(text: str) -> Granularity:
-    if text == "game":
-        return "game"
-    if text == "play":
-        return "play"
+    if text in ("game", "play"):
+        return "game" if text == "game" else "play"
     raise typer.BadParameter(f"--granularity must be game or play, got {text!r}")
 
 
@@ -184,19 +184,24 @@ def _events(
     run_id: str | None,
     granularity: str,
     play_minutes: float,
+    contract: str,
 ) -> tuple[dt.timedelta, Iterator[SimEvent]]:
     span = _duration(duration)
-    stream = generate_events(
-        setup.floor,
-        seed=seed,
-        start=setup.start,
-        duration=span,
-        run_id=run_id,
-        zone=setup.zone,
-        granularity=_granularity(granularity),
-        play_minutes=play_minutes,
-        promotion=setup.promotion,
-    )
+    try:
+        stream = generate_events(
+            setup.floor,
+            seed=seed,
+            start=setup.start,
+            duration=span,
+            run_id=run_id,
+            zone=setup.zone,
+            granularity=_granularity(granularity),
+            play_minutes=play_minutes,
+            promotion=setup.promotion,
+            contract=contract_of(contract),
+        )
+    except ValueError as exc:  # the contract, or a run id too long for an epoch
+        raise typer.BadParameter(str(exc)) from exc
     return span, stream
 
 
@@ -283,6 +288,7 @@ class _Commands:
         play_minutes: PlayMinutes = 5.0,
         promotion: PromotionOpt = None,
         run_id: RunId = None,
+        contract: ContractOpt = "v2",
         max_inflight: MaxInflight = 1000,
         progress: ShowProgress = True,
     ) -> None:
@@ -293,7 +299,7 @@ class _Commands:
         )  # fmt: skip
         span, stream = _events(
             setup, seed=seed, duration=duration, run_id=run_id, granularity=granularity,
-            play_minutes=play_minutes,
+            play_minutes=play_minutes, contract=contract,
         )  # fmt: skip
         if clock not in ("wall", "shared"):
             raise typer.BadParameter(f"--clock must be wall or shared, got {clock!r}")
@@ -340,6 +346,7 @@ class _Commands:
         play_minutes: PlayMinutes = 5.0,
         promotion: PromotionOpt = None,
         run_id: RunId = None,
+        contract: ContractOpt = "v2",
     ) -> None:
         """Write the event stream as `topic<TAB>json` lines (deterministic)."""
         setup = _setup(
@@ -348,7 +355,7 @@ class _Commands:
         )  # fmt: skip
         _, stream = _events(
             setup, seed=seed, duration=duration, run_id=run_id, granularity=granularity,
-            play_minutes=play_minutes,
+            play_minutes=play_minutes, contract=contract,
         )  # fmt: skip
         if out == "-":
             counts = write_jsonl(stream, sys.stdout, prefix=prefix, site=setup.site)
@@ -377,7 +384,7 @@ def make_app() -> typer.Typer:
     app = typer.Typer(
         add_completion=False,
         no_args_is_help=True,
-        help="Simulate a casino floor's telemetry (bonusd contract v1).",
+        help="Simulate a casino floor's telemetry (bonusd contract v2, or v1 on request).",
     )
     commands = _Commands(Console(stderr=True))
     for command in (commands.run, commands.export, commands.dump, floors):

@@ -163,9 +163,10 @@ class _Open:
 
     card: str
     area: str | int
-    first_id: str
+    first_id: str  # contract v1; "" for v2
     since_ms: int
     deadline: int
+    epoch: str = ""  # contract v2: the epoch of its first game
     last_ms: int = 0
     last_ts: str = ""
     games: int = 0
@@ -177,8 +178,28 @@ class _Open:
 def fold_stream(events: Iterable[SimEvent], cuts: Cuts) -> Iterator[SimEvent]:
     """Fold the `game` events of a time-ordered stream into `play` events; other events
     pass unchanged. The output is in time order (ties in a fixed order); a play event's id
-    is its first game's id with `-play`. Games with no `card_in` of their card before them
-    on their EGM start 1 ms before the first game."""
+    is its first game's id with `-play` (contract v1); in contract v2 it has its first
+    game's epoch, and the events of each device and epoch are numbered again from 1 in
+    the output's order. Games with no `card_in` of their card before them on their EGM
+    start 1 ms before the first game."""
+    return _renumbered(_folded(events, cuts))
+
+
+def _renumbered(events: Iterable[SimEvent]) -> Iterator[SimEvent]:
+    """Contract v2 events numbered 1, 2, 3, … per device and epoch, in stream order."""
+    numbers: dict[tuple[str, str], int] = {}  # (device, epoch) -> seq of its last event
+    for event in events:
+        epoch = event.payload.get("epoch")
+        if epoch is None:
+            yield event
+            continue
+        key = (event.device, str(epoch))
+        numbers[key] = numbers.get(key, 0) + 1
+        yield event._replace(payload={**event.payload, "seq": numbers[key]})
+
+
+def _folded(events: Iterable[SimEvent], cuts: Cuts) -> Iterator[SimEvent]:
+    """`fold_stream` before its v2 events are numbered again."""
     stamper = LocalStamper(cuts.zone)
     open_at: dict[str, _Open] = {}  # device -> its open interval
     origin: dict[str, tuple[str, int]] = {}  # device -> (card, where its next interval starts)
@@ -193,7 +214,7 @@ def fold_stream(events: Iterable[SimEvent], cuts: Cuts) -> Iterator[SimEvent]:
         origin[device] = (cur.card, cur.last_ms)
         interval = Interval(cur.since_ms, cur.last_ms, cur.games, cur.wager, cur.win, cur.points)
         payload: Payload = {
-            "id": f"{cur.first_id}-play",
+            **({"epoch": cur.epoch, "seq": 0} if cur.epoch else {"id": f"{cur.first_id}-play"}),
             "type": "play",
             "ts": cur.last_ts,
             "card": cur.card,
@@ -226,7 +247,12 @@ def fold_stream(events: Iterable[SimEvent], cuts: Cuts) -> Iterator[SimEvent]:
                 known = origin.get(device)
                 since = cuts.since(known[1] if known and known[0] == card else now - 1, now)
                 open_at[device] = _Open(
-                    card, p["area"], str(p["id"]), since, cuts.deadline(since, now)
+                    card,
+                    p["area"],
+                    str(p.get("id", "")),
+                    since,
+                    cuts.deadline(since, now),
+                    str(p.get("epoch", "")),
                 )
                 device_of[card] = device
                 heapq.heappush(deadlines, (open_at[device].deadline, next(order), device, since))

@@ -19,11 +19,13 @@ one player. A stint whose `card_out` is lost keeps its EGM and its player out of
 `lost_card_out_hold_minutes`, then both are free again with no event: the daemon must
 close that session by its idle timeout. An offline EGM sends nothing.
 
-Event ids are `{run_id}-{device}-{seq}` with a per-device counter; `run_id` defaults to a
-digest of the floor config, the seed, the start instant, the granularity and the
-promotion, so a replay gives the same ids (the daemon de-duplicates it) and a different
-run does not; pass a `run_id` to send a replay as new events. A longer run's stream
-starts with the stream of a shorter one.
+Events speak telemetry contract v2 by default: each device numbers its events (`seq`)
+within an `epoch` named after the run id, a new one after each of its outages; with
+`contract="v1"` they carry ids `{run_id}-{device}-{n}` instead (identity.py). `run_id`
+defaults to a digest of the floor config, the seed, the start instant, the granularity
+and the promotion, so a replay gives the same identities (the daemon never applies it
+twice) and a different run does not; pass a `run_id` to send a replay as new events. A longer
+run's stream starts with the stream of a shorter one.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from simulators.aggregate import Cuts
 from simulators.campaign import Campaign
 from simulators.events import Payload, SimEvent
 from simulators.floor import Floor
+from simulators.identity import Contract
 from simulators.simulation import Simulation
 from simulators.timefmt import to_ms
 
@@ -79,10 +82,12 @@ def generate_events(
     granularity: Granularity = "game",
     play_minutes: float = 5.0,
     promotion: Promotion | None = None,
+    contract: Contract = "v2",
 ) -> Iterator[SimEvent]:
     """Yield the floor's events from `start` (aware) for `duration`, in timestamp order.
 
-    `zone` (default: the promotion's, else Johannesburg) is the floor's local time.
+    `zone` (default: the promotion's, else Johannesburg) is the floor's local time;
+    `contract` the telemetry contract the devices speak (v2, or v1 with event ids).
     """
     if duration < dt.timedelta(0):
         raise ValueError(f"duration must be >= 0, got {duration}")
@@ -108,6 +113,8 @@ def generate_events(
         cuts=cuts,
         campaign=campaign,
         start_ms=start_ms,
+        contract=contract,
     )
     run = run_id or default_run_id(floor, seed, start, granularity, promotion)
+    sim.ids.start(run)  # refuses a run id too long for an epoch now, not mid-stream
     return sim.run(start_ms, end_ms, run)

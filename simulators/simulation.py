@@ -28,6 +28,7 @@ from simulators.demand import Demand, MemberPicker, habits
 from simulators.events import Payload, SimEvent
 from simulators.floor import Floor
 from simulators.games import STAKES
+from simulators.identity import Contract, Identities
 from simulators.outages import NEVER, Outages
 from simulators.places import FreePlaces
 from simulators.tables import Rating, Tables
@@ -62,7 +63,8 @@ class _Session:
 class Simulation:
     """The floor's state and the heap of next actions; `run` yields the events.
 
-    `play`: fold slot games into play events with `cuts`; `campaign`: the promotion.
+    `play`: fold slot games into play events with `cuts`; `campaign`: the promotion;
+    `contract`: how events are identified (identity.py).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class Simulation:
         cuts: Cuts,
         campaign: Campaign | None,
         start_ms: int,
+        contract: Contract = "v2",
     ) -> None:
         cfg = floor.config
         self.cfg = cfg
@@ -89,7 +92,7 @@ class Simulation:
         self.names = [d.device for d in floor.devices]
         self.areas = [d.area for d in floor.devices]
         self.kinds = [d.kind for d in floor.devices]
-        self.seq = [0] * len(floor.devices)
+        self.ids = Identities(len(floor.devices), contract)
         self.busy = [False] * len(floor.devices)
         self.offline = [False] * len(floor.devices)
         self.free_egms = FreePlaces()  # device index
@@ -125,12 +128,11 @@ class Simulation:
             )
         self.heap: list[tuple[int, int, int, int]] = []
         self.order = itertools.count()
-        self.run_id = ""
 
     # -- the loop ---------------------------------------------------------------------
 
     def run(self, start_ms: int, end_ms: int, run_id: str) -> Iterator[SimEvent]:
-        self.run_id = run_id
+        self.ids.start(run_id)
         self._warm_start(start_ms)
         heap, pop, sessions = self.heap, heapq.heappop, self.sessions
         while heap:
@@ -349,6 +351,7 @@ class Simulation:
         self._push(end, device, _OUTAGE_END)
 
     def _outage_end(self, device: int) -> None:
+        self.ids.reboot(device)  # an EGM back from an outage has booted again
         self.offline[device] = False
         if not self.busy[device]:
             self.free_egms.put(self.areas[device], device)
@@ -385,11 +388,9 @@ class Simulation:
     # -- output -----------------------------------------------------------------------
 
     def _event(self, t: int, device: int, kind: str, card: str, extra: Payload) -> SimEvent:
-        seq = self.seq[device] + 1
-        self.seq[device] = seq
         name = self.names[device]
         payload: Payload = {
-            "id": f"{self.run_id}-{name}-{seq}",
+            **self.ids.next(device, name),
             "type": kind,
             "ts": self.stamper.stamp(t),
             "card": card,

@@ -185,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prefix", default="bonusd")
     parser.add_argument("--site", required=True)
     parser.add_argument("--run-id", default=None)
+    parser.add_argument("--contract", choices=("v1", "v2"), default="v2")
     parser.add_argument("--max-inflight", type=int, default=2000)
     parser.add_argument("--log", type=Path, help="also write the published events here")
     args = parser.parse_args(argv)
@@ -204,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
         granularity="play",
         play_minutes=args.play_minutes,
         promotion=promotion,
+        contract=args.contract,
     )
     target = parse_mqtt_url(args.mqtt_url)
     client_id = f"bonusd-rehearsal-sim-{uuid.uuid4().hex[:10]}"

@@ -1,8 +1,8 @@
 """The wire form of simulated events: MQTT topics, JSON bodies and the JSONL dump.
 
-Topics follow telemetry contract v1: `{prefix}/{site}/{kind}/{device}/events`. The dump
-writes one `topic<TAB>json` line per event, in stream order; for one seed and config it
-is byte-identical from run to run (benchmarks and tests replay it).
+Topics follow the telemetry contract (v1 and v2 alike): `{prefix}/{site}/{kind}/{device}/
+events`. The dump writes one `topic<TAB>json` line per event, in stream order; for one
+seed and config it is byte-identical from run to run (benchmarks and tests replay it).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Helpers of the fault tests (`test_faults_*.py`): a telemetry burst whose publisher
 outlives a broker restart, and the expected totals to compare the floor with.
 
-A burst is a fixed list of game events with unique ids. Its publisher (paho, QoS 1)
-republishes any message the broker did not acknowledge, with the same id, until it is
-acknowledged: a broker restart can make it send one twice, never lose one. The daemon
-must still apply each exactly once.
+A burst is a fixed list of game events with unique ids (contract v1), or numbered per
+device in one epoch (v2, sent in reverse within each window of the publisher: reordered
+inside the de-duplication window). Its publisher (paho, QoS 1) republishes any message
+the broker did not acknowledge, unchanged, until it is acknowledged: a broker restart
+can make it send one twice, never lose one. The daemon must still apply each exactly
+once.
 """
 
 from __future__ import annotations
@@ -35,14 +37,20 @@ class Game:
     device: str
     wager_cents: int
     points: int
+    seq: int  # its number among its device's games, from 1 (contract v2)
 
 
 class Burst:
-    """`n` game events of `cards` cards on `cards` EGMs, with timestamps from `start`."""
+    """`n` game events of `cards` cards on `cards` EGMs, with timestamps from `start`; in
+    `contract` v2 the epoch of every device is `tag`."""
 
-    def __init__(self, site: str, n: int, cards: int, start: dt.datetime, tag: str) -> None:
+    def __init__(
+        self, site: str, n: int, cards: int, start: dt.datetime, *, tag: str, contract: str = "v1"
+    ) -> None:
         self.site = site
         self.start = start
+        self.tag = tag
+        self.v2 = contract == "v2"
         self.games = [
             Game(
                 id=f"{tag}-{i}",
@@ -50,6 +58,7 @@ class Burst:
                 device=f"EGM-{i % cards}",
                 wager_cents=100 + i % 7,
                 points=1 + i % 3,
+                seq=i // cards + 1,
             )
             for i in range(n)
         ]
@@ -59,8 +68,9 @@ class Burst:
     def payload(self, i: int) -> tuple[str, str]:
         g = self.games[i]
         ts = (self.start + dt.timedelta(milliseconds=i)).isoformat(timespec="milliseconds")
+        identity = {"epoch": self.tag, "seq": g.seq} if self.v2 else {"id": g.id}
         body = {
-            "id": g.id,
+            **identity,
             "type": "game",
             "ts": ts,
             "card": g.card,
@@ -95,6 +105,8 @@ class BurstPublisher:
         deadline = time.monotonic() + timeout
         for lo in range(first, stop, WINDOW):
             todo = list(range(lo, min(lo + WINDOW, stop)))
+            if self.burst.v2:  # each device's few events of the window, newest first
+                todo.reverse()
             while todo:
                 assert time.monotonic() < deadline, f"{len(todo)} message(s) never acknowledged"
                 infos = [(i, self.client.publish(*self.burst.payload(i), qos=1)) for i in todo]

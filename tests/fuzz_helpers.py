@@ -410,7 +410,9 @@ def duplicated_key(body: dict[str, Any], name: str, first: object) -> bytes:
 # Not floor state: what a refused message is supposed to change (the dead letters and the
 # counters), the API's tokens (issued by the tests themselves) and the leader lease (held
 # by whichever daemon of the site leads, docs/leader.md).
-NOT_FLOOR = ("deadletters", "stats", "token:", "tokens", "leader")
+# not the floor: dead letters, counters, tokens and their last use, the leader lease, the
+# stored layout version
+NOT_FLOOR = ("deadletters", "stats", "token:", "tokens", "usage", "leader", "layout")
 
 
 async def floor_snapshot(

@@ -7,10 +7,18 @@ import redis.asyncio as aioredis
 
 
 async def snapshot(r: aioredis.Redis, base: str) -> dict[bytes, tuple[bytes | None, bool]]:
-    """Every key of the site (but the rate limiter's counters): its DUMP and whether it
+    """Every key of the site but the access accounting: the rate limiter's counters
+    (`rate:`), the machine tokens' last use (`usage`, written by the token check at
+    most once a minute per token) and the screens' connection markers (`online:`, kept by
+    the push hub while a screen's socket is open); for each, its DUMP and whether it
     expires."""
-    rate = f"{base}rate:".encode()
-    keys = [k async for k in r.scan_iter(match=f"{base}*", count=1000) if not k.startswith(rate)]
+    rate, usage = f"{base}rate:".encode(), f"{base}usage".encode()
+    online = f"{base}online:".encode()
+    keys = [
+        k
+        async for k in r.scan_iter(match=f"{base}*", count=1000)
+        if not k.startswith((rate, online)) and k != usage
+    ]
     async with r.pipeline(transaction=False) as pipe:
         for key in keys:
             pipe.dump(key)

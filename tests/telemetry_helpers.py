@@ -1,4 +1,5 @@
-"""Building and publishing contract-v1 telemetry in tests."""
+"""Building and publishing telemetry in tests: contract v1 (`event`, `game`, `rating`,
+each with a fresh id) and v2 (`sequenced`, identified by the device's epoch and seq)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ def event(kind: str, card: str, ts: dt.datetime, **fields: Any) -> dict[str, Any
     }
     body.update(fields)
     return body
+
+
+def sequenced(
+    kind: str, card: str, ts: dt.datetime, epoch: str, seq: int, **fields: Any
+) -> dict[str, Any]:
+    """One contract v2 event: `epoch` and `seq` in place of an id; `fields` as `event`'s."""
+    body = event(kind, card, ts, **fields)
+    del body["id"]
+    return {"epoch": epoch, "seq": seq, **body}
 
 
 def game(card: str, ts: dt.datetime, wager: int, points: int, win: int = 0) -> dict[str, Any]:

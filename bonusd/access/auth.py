@@ -10,6 +10,12 @@ Failed checks are counted per client address and per token id (`bonusd.access.ra
 Redis, on the daemon's clock), judged and counted in one atomic step: past the limit,
 checks from that address or for that id are refused with 429 until the window ends,
 before the secret is even compared, however many arrive at once.
+
+A staff member's sign-in session is a token too (`bonusd.access.sessions`): it names the
+staff number (`staff`) and ends after a spell without activity (`idle_until`, moved on by
+`keep_alive`) as well as at its expiry. A machine's token (no staff number) has its last
+use written to the `usage` hash by the check, at most once a minute per token: access
+accounting, like the failure counters (docs/security.md).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from bonusd.infra.keys import Keys
 
 logger = logging.getLogger(__name__)
 _TOKEN_ID = re.compile(r"^[0-9a-f]{12}$")  # secrets.token_hex(6), as `issue` makes them
+USAGE_EVERY = dt.timedelta(seconds=60)  # a machine token's last use, written at most this often
+_USAGE_KEPT = 10_000  # tokens whose last write this process remembers
 
 
 class Role(StrEnum):
@@ -74,6 +82,7 @@ class Principal:
     name: str
     area: str
     expires: dt.datetime
+    staff: str = ""  # a staff member's session: the staff number; "" for a machine's token
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +120,7 @@ class TokenStore:
         self._redis = redis
         self._keys = keys
         self.limiter = RateLimiter(redis, keys, limits)
+        self._used: dict[str, dt.datetime] = {}  # token id -> when its use was last written
 
     def _key(self, token_id: str) -> str:
         return self._keys.token(token_id)
@@ -120,8 +130,18 @@ class TokenStore:
         return self._keys.tokens
 
     async def issue(
-        self, *, role: Role, name: str, now: dt.datetime, valid_for: dt.timedelta, area: str = ""
+        self,
+        *,
+        role: Role,
+        name: str,
+        now: dt.datetime,
+        valid_for: dt.timedelta,
+        area: str = "",
+        staff: str = "",
+        idle_for: dt.timedelta | None = None,
     ) -> IssuedToken:
+        """A new token, shown once. `staff` and `idle_for` make a staff member's session:
+        it names the staff number and ends after `idle_for` without `keep_alive`."""
         if not name.strip():
             raise BonusdError("a token needs a name saying who or what holds it")
         if not name.isprintable() or len(name) > 120:  # shown on the desk and in `tokens list`
@@ -146,12 +166,14 @@ class TokenStore:
             "issued": now.isoformat(),
             "expires": expires.isoformat(),
             "revoked": "",
+            "staff": staff,
+            "idle_until": (now + idle_for).isoformat() if idle_for is not None else "",
         }
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.hset(self._key(token_id), mapping=cast(Mapping[Any, Any], record))
             pipe.sadd(self._index, token_id)
             await pipe.execute()
-        principal = Principal(token_id, role, name, area, expires)
+        principal = Principal(token_id, role, name, area, expires, staff)
         return IssuedToken(f"bd_{token_id}_{secret}", principal)
 
     async def check(self, token: str, now: dt.datetime, *, client: str = "") -> Principal:
@@ -183,7 +205,7 @@ class TokenStore:
                 raise AuthError(401, "malformed token; expected bd_<id>_<secret>")
             raise AuthError(401, "unknown token")
         try:
-            return await self._principal(token_id, now)
+            principal = await self._principal(token_id, now)
         except AuthError:
             counts = await self.limiter.count(checks, now)
             _warn_at_limit(checks, counts)
@@ -191,6 +213,23 @@ class TokenStore:
             if over is not None:
                 raise _too_many(over) from None
             raise
+        if not principal.staff:
+            await self._record_use(token_id, now)
+        return principal
+
+    async def _record_use(self, token_id: str, now: dt.datetime) -> None:
+        """Write a machine token's last use, at most once every `USAGE_EVERY` per token."""
+        last = self._used.get(token_id)
+        if last is not None and dt.timedelta(0) <= now - last < USAGE_EVERY:
+            return
+        if len(self._used) >= _USAGE_KEPT:
+            self._used.clear()
+        self._used[token_id] = now
+        await self._redis.hset(self._keys.token_usage, token_id, now.isoformat())
+
+    async def last_used(self) -> dict[str, str]:
+        """Machine token id -> the ISO time of its last use (to the minute), as recorded."""
+        return cast(dict[str, str], await self._redis.hgetall(self._keys.token_usage))
 
     def _throttles(self, client: str, token_id: str) -> list[Check]:
         limits = self.limiter.limits
@@ -212,33 +251,52 @@ class TokenStore:
         if not raw:
             raise AuthError(401, "unknown token")
         if raw["revoked"]:
-            raise AuthError(401, f"token {token_id} was revoked at {raw['revoked']}")
+            why = f" ({raw['ended']})" if raw.get("ended") else ""
+            raise AuthError(401, f"token {token_id} was revoked at {raw['revoked']}{why}")
         expires = dt.datetime.fromisoformat(raw["expires"])
         if now >= expires:
             raise AuthError(401, f"token {token_id} expired at {raw['expires']}")
-        return Principal(token_id, Role(raw["role"]), raw["name"], raw["area"], expires)
+        idle_until = raw.get("idle_until", "")
+        if idle_until and now >= dt.datetime.fromisoformat(idle_until):
+            raise AuthError(401, f"session {token_id} ended for inactivity at {idle_until}")
+        role, staff = Role(raw["role"]), raw.get("staff", "")
+        return Principal(token_id, role, raw["name"], raw["area"], expires, staff)
 
-    async def revoke(self, token_id: str, now: dt.datetime) -> None:
+    async def keep_alive(self, token_id: str, idle_until: dt.datetime) -> None:
+        """Move a session's end for inactivity to `idle_until` (the holder just acted); the
+        caller has checked the token. Never past the token's expiry, which stays."""
+        await self._redis.hset(self._key(token_id), "idle_until", idle_until.isoformat())
+
+    async def revoke(self, token_id: str, now: dt.datetime, *, reason: str = "") -> None:
         """Revoke at once: HTTP refuses the token from now on, and every daemon of the site
-        hears it on the site's notification channel and closes its websockets (4401)."""
+        hears it on the site's notification channel and closes its websockets (4401).
+        `reason` ("signed out", "account disabled") is told to whoever offers it next."""
         key = self._key(token_id)
         if not await self._redis.exists(key):
             raise BonusdError(f"no token with id {token_id}; `bonusd tokens list` shows them")
-        await self._redis.hset(key, "revoked", now.isoformat())
+        await self._redis.hset(key, mapping={"revoked": now.isoformat(), "ended": reason})
         # after the write, not in its MULTI (Redis Cluster refuses PUBLISH there); a daemon
         # that misses it finds the record on its next look (`revoked_among`)
         await self._redis.publish(notify_channel(self._keys), revoked_message(token_id))
 
-    async def revoked_among(self, token_ids: Collection[str]) -> set[str]:
-        """The ids among `token_ids` that are revoked or gone (one round trip)."""
+    async def revoked_among(
+        self, token_ids: Collection[str], now: dt.datetime | None = None
+    ) -> set[str]:
+        """The ids among `token_ids` that are revoked or gone (one round trip); given `now`,
+        also those expired or ended for inactivity by then."""
         ids = sorted(token_ids)
         if not ids:
             return set()
         async with self._redis.pipeline(transaction=False) as pipe:
             for token_id in ids:
-                pipe.hmget(self._key(token_id), ["revoked", "digest"])
+                pipe.hmget(self._key(token_id), ["revoked", "digest", "expires", "idle_until"])
             rows = cast(list[list[str | None]], await pipe.execute())
-        return {i for i, (revoked, digest) in zip(ids, rows, strict=True) if revoked or not digest}
+        gone = set()
+        for token_id, (revoked, digest, expires, idle_until) in zip(ids, rows, strict=True):
+            ends = [dt.datetime.fromisoformat(t) for t in (expires, idle_until) if t]
+            if revoked or not digest or (now is not None and any(now >= t for t in ends)):
+                gone.add(token_id)
+        return gone
 
     async def list(self) -> list[dict[str, str]]:
         ids = sorted(cast(set[str], await self._redis.smembers(self._index)))

@@ -30,6 +30,8 @@ from bonusd.api import (
     pages,
     promotions,
     push,
+    screens,
+    signin,
 )
 from bonusd.api.context import ApiContext, attach
 from bonusd.api.errors import GENERAL_ERRORS, document_guarded
@@ -119,6 +121,8 @@ def create_app(ctx: ApiContext) -> FastAPI:
     include(app, kiosk.router)  # the eHost kiosks and their receipts
     include(app, appapi.router)  # the casino app's back end (docs/app-api.md)
     include(app, notices.router)
+    include(app, signin.router)  # staff sign-in and accounts (docs/security.md)
+    include(app, screens.router)  # paired screens, machine credentials (docs/security.md)
     include(app, pages.router)
     include(app, logos.router)  # the promotions' logos on the floor screens
     if ctx.push is not None:  # the live push: /ws/signage, /ws/crew

@@ -93,8 +93,10 @@ class ExclusionIn(BaseModel):
 
 
 def actor(principal: Principal) -> Actor:
-    role = ClaimRole.CREW if principal.role is Role.CREW else ClaimRole.DESK
-    return Actor(principal.name or principal.token_id, role)
+    """Who the records name for a request: the staff member signed in ("Name (staff
+    1042)") or the token's holder, with the role they acted in."""
+    roles = {Role.CREW: ClaimRole.CREW, Role.ADMIN: ClaimRole.ADMIN}
+    return Actor(principal.name or principal.token_id, roles.get(principal.role, ClaimRole.DESK))
 
 
 def verified(chain: str, results: dict[Any, Any]) -> bool:

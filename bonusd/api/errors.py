@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
@@ -72,3 +72,11 @@ def json_errors_of(page: str) -> dict[int | str, dict[str, Any]]:
         code: _json(f"{e['description']} (JSON, not the {page})")
         for code, e in (GENERAL_ERRORS | GUARDED_ERRORS).items()
     }
+
+
+def invalid(message: str) -> HTTPException:
+    """A 422 for a value the models let through but a rule refuses (a name with a control
+    character, a PIN of the wrong length), in the shape of the validation errors the
+    schema documents for 422 (`detail`: a list of `{loc, msg, type}`; the message names
+    the field itself)."""
+    return HTTPException(422, [{"loc": ["body"], "msg": message, "type": "value_error"}])

@@ -1,11 +1,12 @@
-"""HTTP routes of the live floor: who is active now (crew, desk) and the device registry
-import (admin)."""
+"""HTTP routes of the live floor: who is active now (crew, desk), a device's telemetry
+sequence (desk) and the device registry import (admin)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from pydantic import BaseModel
 
 from bonusd.access.auth import Role
@@ -32,6 +33,25 @@ class ActiveOut(BaseModel):
     since: str | None  # carded in at (UTC, ISO 8601)
     last_play: str | None
     last_seen: str | None
+
+
+class EpochOut(BaseModel):
+    """One boot of a device (telemetry contract v2)."""
+
+    epoch: str
+    seq: int  # the highest sequence number applied
+    missing: int  # sequence numbers of the window below `seq` not received (yet)
+
+
+class SequenceOut(BaseModel):
+    """What bonusd knows of a contract v2 device's event sequence (docs/telemetry.md)."""
+
+    device: str
+    current: EpochOut
+    current_since: str  # the earliest event time applied in the current epoch (UTC)
+    previous: EpochOut | None  # the epoch before, kept for its late events
+    epochs: int  # epochs seen: boots
+    gaps: int  # sequence numbers lost for good (never received, now beyond reach)
 
 
 class ImportOut(BaseModel):
@@ -67,6 +87,27 @@ async def active(
     page = await ctx.active_floor.page(area=area, kind=kind, limit=limit or 0, cursor=cursor)
     headers = {"X-Next-Cursor": page.next_cursor} if page.next_cursor else None
     return Response(page.body, media_type="application/json", headers=headers)
+
+
+@router.get("/devices/{device}/sequence", dependencies=[require(Role.DESK)])
+async def device_sequence(
+    ctx: Ctx, device: Annotated[str, Path(min_length=1, max_length=64)]
+) -> SequenceOut:
+    """The telemetry sequence of a device that speaks contract v2: its current and
+    previous epoch, and the events it never delivered (gaps)."""
+    state = await ctx.store.device_sequence(device)
+    if state is None:
+        raise HTTPException(404, f"device {device} has sent no contract v2 event")
+    since = dt.datetime.fromtimestamp(state.first_ms / 1000, dt.UTC).isoformat()
+    cur, prev = state.current, state.previous
+    return SequenceOut(
+        device=device,
+        current=EpochOut(epoch=cur.epoch, seq=cur.high, missing=cur.missing),
+        current_since=since,
+        previous=EpochOut(epoch=prev.epoch, seq=prev.high, missing=prev.missing) if prev else None,
+        epochs=state.epochs,
+        gaps=state.gaps,
+    )
 
 
 @router.post(

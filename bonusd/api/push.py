@@ -3,12 +3,15 @@
 The handshake: the connection is accepted and its query string checked
 (`bonusd.push.input`), then the first text frame carries the token
 (`{"token": "bd_…", "resume": {"epoch": E, "seq": N}}`; a signage page may put
-`?token=` on the URL instead). A refused token closes with 4401, a wrong role, site or
-area with 4403, a query or frame that is not the protocol with 4400, no first frame in
-time with 4408. Then the connection's sender drains its subscriber's queue
+`?token=` on the URL instead). A signed-in staff page sends no token: the handshake's
+session cookie authenticates it, when the handshake's `Origin` is this host's (the frame
+still comes first, `{}` or `{"resume": …}`). A refused token closes with 4401, a wrong
+role, site or area with 4403, a query or frame that is not the protocol with 4400, no
+first frame in time with 4408. Then the connection's sender drains its subscriber's queue
 (`bonusd.push.hub`) while its reader watches for the client leaving, or sending what it
 should not, and a timer on the daemon's clock waits for the token to expire (4401); a
-revoked token's subscribers are kicked by the hub (4401).
+revoked token's subscribers are kicked by the hub (4401), and so are a staff session's
+once it has ended for inactivity (the hub's next look at the held tokens).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bonusd.access.auth import AuthError, Principal, Role, authorize
+from bonusd.access.sessions import COOKIE, same_origin
 from bonusd.api.context import ApiContext, context_of
 from bonusd.infra.redisclient import REDIS_ERRORS
 from bonusd.push.hub import PushHub, PushUnavailable
@@ -116,6 +120,7 @@ class Connection:
             allowed = SIGNAGE_PARAMS if self.signage else CREW_PARAMS
             query = parse_query(self.ws.scope.get("query_string", b""), allowed)
             hello = query.hello
+            session = self._session()
             if hello is None:
                 try:
                     message = await asyncio.wait_for(self.ws.receive(), handshake_s)
@@ -123,11 +128,12 @@ class Connection:
                     raise Refused(4408, f"no token frame within {handshake_s:g} s") from None
                 if message["type"] == "websocket.disconnect":
                     return
-                hello = parse_hello(json_object(message))
+                hello = parse_hello(json_object(message), signed_in=bool(session))
             async with self.gate:  # a wall of screens reconnecting at once queues here
                 client = self.ws.client.host if self.ws.client else ""  # failures counted
                 now = self.ctx.clock.now()
-                principal = await self.ctx.tokens.check(hello.token, now, client=client)
+                token = hello.token or session
+                principal = await self.ctx.tokens.check(token, now, client=client)
                 area = stream_area(principal, query, self.ctx.site, signage=self.signage)
                 sub = await self.hub.subscribe(area, hello.resume, holder=principal)
         except AuthError as exc:
@@ -146,6 +152,13 @@ class Connection:
             await self._pump(sub, principal)
         finally:
             self.hub.unsubscribe(sub)
+
+    def _session(self) -> str:
+        """The staff session cookie of the handshake, if it came from this host's pages
+        (a cross-site page's socket gets no session: SameSite aside, its Origin says so)."""
+        cookie = self.ws.cookies.get(COOKIE, "")
+        host = self.ws.headers.get("host", "")
+        return cookie if cookie and same_origin(self.ws.headers, host) else ""
 
     def _refused(self, exc: Refused) -> None:
         """One short DEBUG line per refused connection (the reason never quotes input)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -20,18 +19,26 @@ from bonusd.audit.archive import AuditArchive
 from bonusd.audit.chain import AuditRecord, to_jsonl, verify_chain
 from bonusd.audit.store import AuditStore
 from bonusd.cli.anchor import add_anchor_commands
+from bonusd.cli.backup import add_backup_commands
 from bonusd.cli.clock import add_clock_commands, settings_clock
+from bonusd.cli.doctor import add_doctor_command
 from bonusd.cli.draws import add_draw_commands, live, live_floors, write_pools
 from bonusd.cli.floor import add_floor_commands, check_with_progress, import_with_progress
 from bonusd.cli.pins import add_pin_commands
 from bonusd.cli.rehearse import add_rehearse_command
+from bonusd.cli.screens import add_screen_commands
+from bonusd.cli.staff import add_staff_commands
 from bonusd.cli.text import block, cell, safe, safe_lines
 from bonusd.clocks.clock import Clock
 from bonusd.errors import BonusdError
 from bonusd.floor.store import FloorStore
 from bonusd.floor.telemetry import json_schemas
 from bonusd.infra.keys import Keys
+from bonusd.infra.layout import layout_ready
+from bonusd.infra.logformat import configure_logging
+from bonusd.infra.redischeck import redis_ready
 from bonusd.infra.redisclient import redis_client
+from bonusd.infra.sdnotify import SystemdNotifier
 from bonusd.promotions.cli import app as promotions_app
 from bonusd.registry.records import Device, Member
 from bonusd.service.root import Service
@@ -54,10 +61,7 @@ err = Console(stderr=True)
 
 def _settings() -> Settings:
     settings = load_settings()
-    logging.basicConfig(
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(settings.log_level, settings.log_format)  # BONUSD_LOG_FORMAT
     return settings
 
 
@@ -75,10 +79,20 @@ def _store(settings: Settings) -> tuple[aioredis.Redis, FloorStore]:
 
 @app.command()
 def run() -> None:
-    """Run the daemon: MQTT ingest, floor upkeep and the HTTP API, until SIGTERM."""
+    """Run the daemon: MQTT ingest, floor upkeep and the HTTP API, until SIGTERM. First
+    waits for Redis and checks its persistence and eviction (BONUSD_REDIS_CHECK) and the
+    layout version of the site's data (older: migrated; newer: refused)."""
     settings = _settings()
+    systemd = SystemdNotifier(settings.notify_socket)  # a Type=notify unit (deploy/systemd/)
 
     async def main() -> None:
+        extend = "EXTEND_TIMEOUT_USEC=60000000"  # systemd waits while Redis is awaited
+
+        def waiting(why: str) -> None:
+            systemd.notify(f"STATUS={why}", extend)
+
+        await redis_ready(settings, waiting=waiting)
+        await layout_ready(settings, waiting=waiting)  # LayoutError: refused (docs/deploy.md)
         async with Service(settings) as service:
             await service.run()
 
@@ -330,6 +344,10 @@ add_floor_commands(app, _settings, _store)
 add_pin_commands(members_app)
 add_clock_commands(app, _settings)
 add_rehearse_command(app, _settings)
+add_backup_commands(app, _settings)
+add_screen_commands(app, _settings)  # floor screens paired by code
+add_staff_commands(app, _settings)  # staff accounts for sign-in
+add_doctor_command(app, _settings)  # a deployment checked from the inside
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from bonusd.audit.chain import Json
-from bonusd.draws.claims import Actor, ClaimRole
+from bonusd.draws.claims import DESK, Actor
 from bonusd.draws.types import DrawError
 from bonusd.errors import NotFoundError
 
@@ -114,7 +114,7 @@ class Approvals:
 
     def request(self, wanted: ChangeRequest) -> dict[str, Json]:
         """Record a request (its number must be the next one); returns its payload."""
-        if wanted.requested_by.role is not ClaimRole.DESK:
+        if wanted.requested_by.role not in DESK:
             raise ApprovalError(f"{self.subject}: only the promotions desk requests a change")
         if len(wanted.reason.strip()) < MIN_REASON:
             raise ApprovalError(
@@ -144,7 +144,7 @@ class Approvals:
             raise ApprovalError(
                 f"{self.subject}: request {number} was {done.value} by {actor_label(who)}"
             )
-        if by.role is not ClaimRole.DESK:
+        if by.role not in DESK:
             raise ApprovalError(f"{self.subject}: only the promotions desk decides a request")
         if by.name == found.requested_by.name:
             raise ApprovalError(

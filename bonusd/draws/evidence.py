@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bonusd.audit.chain import AuditRecord, ChainCheck, Json, Kind, canonical_json, verify_chain
-from bonusd.draws.claims import Transition
+from bonusd.draws.claims import ClaimRole, Transition
 from bonusd.draws.fairness import PassedOver, Pick, Pool, SkipReason
 from bonusd.draws.rounds import ManualPick, RoundKey, RoundRecord, verify_draw
 from bonusd.draws.trailcheck import TrailProblem, check_trail
@@ -158,6 +158,7 @@ class DrawReport:
     exceptions: list[str] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)
     receipt_checks: list[str] = field(default_factory=list)  # receipts presented at claims
+    staff_actions: list[str] = field(default_factory=list)  # every step a person took, by whom
 
     def render(self) -> str:
         out = [f"DRAW REPORT {self.draw_id}", f"audit chain: {self.chain}", "", "COMMITMENTS"]
@@ -172,6 +173,7 @@ class DrawReport:
             ("RECEIPT CHECKS", self.receipt_checks),
             ("EXCEPTIONS", self.exceptions),
             ("OVERRIDES", self.overrides),
+            ("STAFF ACTIONS", self.staff_actions),
         ):
             out += ["", title] + ([f"  {x}" for x in items] or ["  none"])
         return "\n".join(out) + "\n"
@@ -192,6 +194,9 @@ def draw_report(records: Sequence[AuditRecord], draw_id: str) -> DrawReport:
         if payload.get("draw_id") != draw_id:
             continue
         where = f"{payload.get('tombola', '')} r{payload.get('round', '')}"
+        person = not rec.actor.endswith(f"({ClaimRole.SYSTEM})")
+        if person and not (rec.kind == Kind.CLAIM and payload["action"] == "created"):
+            report.staff_actions.append(f"{when}: {_step(rec)}")  # (a claim made by its pick)
         if rec.kind == Kind.COMMITMENT:
             report.commitments.append(f"{rec.time} {where} seed {payload['seed_commitment']}")
         elif rec.kind == Kind.POOL:
@@ -240,6 +245,15 @@ def draw_report(records: Sequence[AuditRecord], draw_id: str) -> DrawReport:
         elif rec.kind in (Kind.OVERRIDE, Kind.EXCLUSION, Kind.SEAT):
             report.overrides.append(f"{when}: {rec.kind} {canonical_json(payload).decode()}")
     return report
+
+
+def _step(rec: AuditRecord) -> str:
+    """What a person's record did, in a few words (the trail holds the rest)."""
+    payload = rec.payload
+    if rec.kind == Kind.CLAIM:
+        return f"{payload['claim']} card {payload['card']}: {payload['action']}"
+    card = f" card {payload['card']}" if "card" in payload else ""
+    return f"{rec.kind}{card}"
 
 
 def _names(payload: Mapping[str, Any]) -> str:

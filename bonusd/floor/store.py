@@ -1,13 +1,14 @@
 """The live floor in Redis: atomic application of event batches, and the floor's queries.
 
 One Lua script call applies a whole batch (events and dead letters) atomically and
-idempotently by event id; everything else here is a read or an import.
+exactly once: a contract v1 event by its id, a v2 event by its device's epoch and
+sequence number (lua/seqstate.lua); everything else here is a read or an import.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
@@ -18,6 +19,7 @@ from redis.asyncio import Redis
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.effects import Effects
 from bonusd.floor.rules import dedup_bucket, describe
+from bonusd.floor.sequence import WINDOW, DeviceSequence, parse_state
 from bonusd.floor.telemetry import FloorEvent, Reason
 from bonusd.infra.keys import Keys
 from bonusd.registry.records import Device, Member
@@ -47,7 +49,35 @@ class DeadLetter:
 class BatchResult:
     applied: int
     duplicates: int
-    dead_letters: int
+    dead_letters: int  # with those of `refused`
+    gaps: int = 0  # v2 sequence numbers found lost for good (docs/telemetry.md)
+    refused: tuple[Reason, ...] = ()  # v2 events the sequence check dead-lettered
+
+    def __add__(self, other: BatchResult) -> BatchResult:
+        return BatchResult(
+            self.applied + other.applied,
+            self.duplicates + other.duplicates,
+            self.dead_letters + other.dead_letters,
+            self.gaps + other.gaps,
+            self.refused + other.refused,
+        )
+
+
+Origin = tuple[str, bytes, int]  # an event's topic, payload and arrival (ms): its dead letter
+
+# the script's verdicts on a v2 event it did not apply (lua/apply.lua); "dup" is dropped
+_REFUSALS = {
+    "behind": (
+        Reason.BEHIND_WINDOW,
+        "seq {seq} of epoch {epoch!r} is more than {window} below the highest seq applied "
+        "for device {device}: it cannot be told from a duplicate, so it is not applied",
+    ),
+    "old_epoch": (
+        Reason.OLD_EPOCH,
+        "epoch {epoch!r} of device {device} is neither its current nor its previous one, "
+        "and older than the current one: a replay of an old boot, not applied",
+    ),
+}
 
 
 IMPORT_BATCH = 5_000  # members per atomic write of an import (one MULTI/EXEC each)
@@ -62,6 +92,12 @@ def _script(name: str) -> str:
 def _logged(name: str) -> str:
     """A script that writes floor-row, with the change log's function before it."""
     return _script("rowlog.lua") + _script(name)
+
+
+def apply_script() -> str:
+    """The text of the batch script: lua/apply.lua with the v2 sequence check and the
+    change log's functions before it (also what loadtests/bench_dedup.py drives)."""
+    return _script("seqstate.lua") + _logged("apply.lua")
 
 
 class FloorStore:
@@ -84,53 +120,76 @@ class FloorStore:
         self._dl_maxlen = str(deadletter_maxlen)
         self._dl_bytes = deadletter_payload_bytes
         # the scripts that write floor-row keep its change log (lua/rowlog.lua)
-        self._apply = redis.register_script(_logged("apply.lua"))
+        self._apply = redis.register_script(apply_script())
         self._sweep = redis.register_script(_logged("sweep.lua"))
         self._member_rows = _logged("member_rows.lua")
         self._reindex = redis.register_script(_logged("reindex.lua"))
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def apply_batch(self, events: list[FloorEvent], dead: list[DeadLetter]) -> BatchResult:
-        """Apply `events` and record `dead` in one atomic step; each event id applies once."""
-        letters = [
-            [
-                d.reason.value,
-                d.topic,
-                d.payload[: self._dl_bytes].decode("utf-8", "backslashreplace"),
-                d.detail[:500],
-                str(d.arrived_ms),
-            ]
-            for d in dead
-        ]
-        fresh: list[FloorEvent] = []
-        seen: set[str] = set()
-        for event in events:  # the same id twice in one batch: the second is a duplicate
-            if event.id not in seen:
-                seen.add(event.id)
-                fresh.append(event)
+    async def apply_batch(
+        self,
+        events: list[FloorEvent],
+        dead: list[DeadLetter],
+        origins: Sequence[Origin] | None = None,
+    ) -> BatchResult:
+        """Apply `events` and record `dead` in one atomic step; each event applies once.
+        `origins` (one per event) are the messages the events came in, kept in the dead
+        letter of a v2 event the sequence check refuses (without them, its fields)."""
+        letters = [self._letter(letter) for letter in dead]
+        fresh = _distinct(events)
+        refused: list[Reason] = []
         while True:
-            fx = Effects()
-            for event in fresh:
-                describe(event, fx)
-                self.book.describe(event, fx)
-            ids = [[e.id, str(dedup_bucket(e))] for e in fresh]
-            args: list[str | bytes] = [
-                self.keys.base,
-                self._dedup_ttl,
-                self._dl_maxlen,
-                _json.encode(ids),
-                _json.encode(fx.payload()),
-                _json.encode(letters),
-                str(len(events) - len(fresh)),
-            ]
-            reply = await self._apply(keys=[self.keys.stats], args=args)
+            dropped = len(events) - len(fresh) - len(refused)
+            reply = await self._call([events[n] for n in fresh], letters, dropped)
             if reply[0] == "ok":
                 break
-            # some were applied before (redelivery): drop them and apply the rest
-            repeated = {int(n) - 1 for n in reply[1:]}
-            fresh = [e for n, e in enumerate(fresh) if n not in repeated]
-        return BatchResult(len(fresh), len(events) - len(fresh), len(dead))
+            # some were applied before (redelivery) or are refused: drop them, apply the rest
+            pairs = zip(reply[1::2], reply[2::2], strict=True)
+            verdicts = {int(place) - 1: str(verdict) for place, verdict in pairs}
+            for at, verdict in verdicts.items():
+                if verdict in _REFUSALS:
+                    event = events[fresh[at]]
+                    origin = origins[fresh[at]] if origins is not None else _origin(event)
+                    reason, detail = _REFUSALS[verdict]
+                    refused.append(reason)
+                    text = detail.format(window=WINDOW, **_fields(event))
+                    letters.append(self._letter(DeadLetter(reason, *origin[:2], text, origin[2])))
+            fresh = [n for at, n in enumerate(fresh) if at not in verdicts]
+        gaps = int(reply[2])
+        return BatchResult(len(fresh), dropped, len(letters), gaps, tuple(refused))
+
+    def _letter(self, letter: DeadLetter) -> list[str]:
+        payload = letter.payload[: self._dl_bytes].decode("utf-8", "backslashreplace")
+        return [
+            letter.reason.value,
+            letter.topic,
+            payload,
+            letter.detail[:500],
+            str(letter.arrived_ms),
+        ]
+
+    async def _call(self, fresh: list[FloorEvent], letters: list[list[str]], dropped: int) -> Any:
+        """One call of lua/apply.lua for events all taken to be new."""
+        fx = Effects()
+        marks: list[list[object]] = []  # each event's identity, for the script's check
+        for event in fresh:
+            describe(event, fx)
+            self.book.describe(event, fx)
+            if event.epoch:
+                marks.append([event.device, event.epoch, event.seq, event.ts_ms])
+            else:
+                marks.append([event.id, str(dedup_bucket(event))])
+        args: list[str | bytes] = [
+            self.keys.base,
+            self._dedup_ttl,
+            self._dl_maxlen,
+            _json.encode(marks),
+            _json.encode(fx.payload()),
+            _json.encode(letters),
+            str(dropped),
+        ]
+        return await self._apply(keys=[self.keys.stats], args=args)
 
     async def sweep_idle(
         self, now: dt.datetime, idle_timeout_s: int, limit: int = 500
@@ -262,9 +321,37 @@ class FloorStore:
         )
         return [{"id": rid, **fields} for rid, fields in rows]
 
+    async def device_sequence(self, device: str) -> DeviceSequence | None:
+        """A contract v2 device's sequence state; None if it never sent a v2 event."""
+        raw = await self.redis.hget(self.keys.device_sequences, device)
+        return parse_state(str(raw)) if raw is not None else None
+
     async def stats(self) -> dict[str, int]:
         raw = await self._hash(self.keys.stats)
         return {k: int(v) for k, v in raw.items() if v.lstrip("-").isdigit()}
+
+
+def _distinct(events: list[FloorEvent]) -> list[int]:
+    """The positions of the first of each event in `events`: the same event twice in one
+    batch (v1: its id; v2: its device, epoch and seq) is a duplicate the second time."""
+    seen: set[object] = set()
+    out = []
+    for place, event in enumerate(events):
+        key = (event.device, event.epoch, event.seq) if event.epoch else event.id
+        if key not in seen:
+            seen.add(key)
+            out.append(place)
+    return out
+
+
+def _fields(event: FloorEvent) -> dict[str, object]:
+    return {"device": event.device, "epoch": event.epoch, "seq": event.seq}
+
+
+def _origin(event: FloorEvent) -> Origin:
+    """The dead letter's topic and payload of an event given without its message."""
+    body = {**_fields(event), "type": event.type, "ts_ms": event.ts_ms, "card": event.card}
+    return "", _json.encode(body), event.ts_ms
 
 
 def _session(card: str, raw: dict[str, str]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The telemetry contract v1: event types, topic layout and the decoder.
+"""The telemetry contract (v1 with an event `id`, v2 with a device's `epoch` and `seq`):
+event types, topic layout and the decoder.
 
 The decoder turns one MQTT message (topic and payload) into a `FloorEvent` or a
 `Rejection` with a reason. It never raises, whatever the payload: its size and nesting
@@ -22,6 +23,10 @@ from bonusd.clocks.clock import GamingCalendar
 from bonusd.registry.text import unprintable
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+# contract v2: a device names each boot (`epoch`) and numbers its events in it from 1
+Epoch = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+MAX_SEQ = 2**53 - 1  # the largest integer JSON parsers (and Redis's Lua) hold exactly
+Seq = Annotated[int, msgspec.Meta(ge=1, le=MAX_SEQ)]
 # `(?!\n)$`: msgspec matches with Python's `re`, whose `$` also matches before a trailing
 # newline, so `^…$` alone let "7001\n" through as a card; the guard is valid JSON Schema too.
 Card = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9-]{1,32}(?!\n)$")]
@@ -42,7 +47,10 @@ MAX_DEPTH = 32
 
 
 class _Base(msgspec.Struct, tag_field="type", frozen=True, kw_only=True):
-    id: Id
+    # v1 carries `id`, v2 `epoch` and `seq`, never both (`_identity_problem`)
+    id: Id | msgspec.UnsetType = msgspec.UNSET
+    epoch: Epoch | msgspec.UnsetType = msgspec.UNSET
+    seq: Seq | msgspec.UnsetType = msgspec.UNSET
     ts: Instant
     card: Card
     area: Area | None = None
@@ -130,6 +138,9 @@ class Reason(enum.StrEnum):
     TOO_OLD = "too_old"
     TOO_DEEP = "too_deep"
     UNPROCESSABLE = "unprocessable"
+    # contract v2, judged against the device's sequence state when the batch is applied
+    BEHIND_WINDOW = "behind_window"
+    OLD_EPOCH = "old_epoch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +151,8 @@ class Rejection:
 
 @dataclass(frozen=True, slots=True)
 class FloorEvent:
-    """A validated event, normalised for the floor rules (amounts in cents, times in ms)."""
+    """A validated event, normalised for the floor rules (amounts in cents, times in ms).
+    A v1 event has its `id`; a v2 event has `id` "" and its `epoch` and `seq`."""
 
     id: str
     type: str
@@ -155,6 +167,8 @@ class FloorEvent:
     win_cents: int
     points: int
     games: int = 1  # the games a `play` event stands for; 1 for every other type
+    epoch: str = ""
+    seq: int = 0
 
 
 _TAGS = frozenset(t.__struct_config__.tag for t in MESSAGE_TYPES)
@@ -221,7 +235,7 @@ class TelemetryDecoder:
                 Reason.WRONG_DEVICE_KIND,
                 f"type {msg.__struct_config__.tag!r} is not sent by a {kind}",
             )
-        if problem := unprintable("id", msg.id):
+        if problem := _identity_problem(msg):
             return Rejection(Reason.INVALID, problem)
         if isinstance(msg, Play) and (problem := _interval_problem(msg)):
             return Rejection(Reason.INVALID, problem)
@@ -236,7 +250,7 @@ class TelemetryDecoder:
                 f"({self._limits.max_age}); it cannot be applied exactly once",
             )
         return FloorEvent(
-            id=msg.id,
+            id="" if msg.id is msgspec.UNSET else msg.id,
             type=str(msg.__struct_config__.tag),
             kind=kind,
             device=device,
@@ -249,6 +263,8 @@ class TelemetryDecoder:
             win_cents=getattr(msg, "win_cents", 0),
             points=getattr(msg, "points", 0),
             games=getattr(msg, "games", 1),
+            epoch="" if msg.epoch is msgspec.UNSET else msg.epoch,
+            seq=0 if msg.seq is msgspec.UNSET else msg.seq,
         )
 
     def _route(self, topic: str) -> tuple[DeviceKind, str] | Rejection:
@@ -305,6 +321,21 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
+def _identity_problem(msg: _Base) -> str:
+    """Why the event's identity (v1 `id`, or v2 `epoch` and `seq`) is unacceptable, or ""."""
+    v2 = msg.epoch is not msgspec.UNSET or msg.seq is not msgspec.UNSET
+    if msg.id is not msgspec.UNSET:
+        if v2:
+            return "an event carries `id` (contract v1) or `epoch` and `seq` (v2), not both"
+        return unprintable("id", msg.id)
+    if msg.epoch is msgspec.UNSET or msg.seq is msgspec.UNSET:
+        missing = "`epoch`" if msg.epoch is msgspec.UNSET else "`seq`"
+        if not v2:
+            return "an event needs `id` (contract v1) or `epoch` and `seq` (v2)"
+        return f"a contract v2 event needs `epoch` and `seq`: {missing} is missing"
+    return unprintable("epoch", msg.epoch)
+
+
 def _interval_problem(msg: Play) -> str:
     """Why a `play` interval is unacceptable, or "" if it is fine."""
     if msg.since >= msg.ts:
@@ -320,10 +351,22 @@ def _interval_problem(msg: Play) -> str:
     return ""
 
 
+# Exactly one identity: v1's `id`, or v2's `epoch` with `seq` (what `_identity_problem`
+# enforces, in JSON Schema's words)
+_IDENTITY = {
+    "oneOf": [
+        {"required": ["id"], "not": {"anyOf": [{"required": ["epoch"]}, {"required": ["seq"]}]}},
+        {"required": ["epoch", "seq"], "not": {"required": ["id"]}},
+    ]
+}
+
+
 def json_schemas() -> dict[str, object]:
     """JSON Schema of each event type, generated from the types above (docs/schemas/)."""
     out: dict[str, object] = {}
     for cls in MESSAGE_TYPES:
         tag = cls.__struct_config__.tag
-        out[str(tag)] = msgspec.json.schema(cls)
+        schema = msgspec.json.schema(cls)
+        schema["$defs"][cls.__name__].update(_IDENTITY)
+        out[str(tag)] = schema
     return out

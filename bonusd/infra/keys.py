@@ -31,6 +31,8 @@ casino's atomic scripts run on one Redis Cluster shard while a group's casinos s
     {prefix}:{site}:dayspend:{day}         hash   card -> the gaming day's spend (cents), for RAPS
     {prefix}:{site}:visits:{day}           set    members with a gaming visit that day
     {prefix}:{site}:seen:{hour}            set    applied event ids by event hour (dedup)
+    {prefix}:{site}:devseq                 hash   device -> its contract v2 sequence state
+                                                  (epochs, high-water marks, window; dedup)
     {prefix}:{site}:deadletters            stream rejected messages
     {prefix}:{site}:stats                  hash   counters (applied, duplicates, ...)
     {prefix}:{site}:audit                  list   the hash-chained audit trail (JSON)
@@ -43,6 +45,15 @@ data already in Redis) are explained here, where they are defined:
     notify                                 channel published with every audit commit
     token:{id}, tokens                     hash, zset  bearer tokens; their index (access)
     rate:{bucket}:{subject}:{window}       string a rate-limit count (access)
+    usage                                  hash   machine token id -> its last use, written at most
+                                                  once a minute by the token check (access)
+    staff:{number}, staff-numbers          hash, set  staff accounts; their index (access)
+    staff-sessions:{number}                set    the session token ids of one staff member
+    pairing:{id}, pairings                 hash, zset  a floor screen waiting to be paired; the
+                                                  ids of those waiting, by expiry (access)
+    pairing-code:{code}                    hash   the screen showing a live pairing code
+    online:{token id}                      string a screen's socket is open (expires unless
+                                                  renewed; bonusd.push.presence)
     pwf:{promotion}:{draw}:{field}         hash   Promotion Window Field: card -> a window
                                                   total (points, plays, reached, visits)
     pwd:{promotion}:{draw}:{card}:{side}   set    Promotion Window Days with play
@@ -59,6 +70,7 @@ data already in Redis) are explained here, where they are defined:
     letters, deadlines                     hash, zset  prize letters; claim deadlines
     fired:{instant}:{action}:{ids}         string a timed action's once-marker (service)
     leader, leader:token, leader:fired-by  string, string, hash  the lease (infra)
+    layout, layout:lock                    string  the data's layout version; a migration's lock
     sms:cursor, sms:outbox, sms:due, sms:gateway, sms:lease:{id}  the SMS outbox (notices)
 """
 
@@ -75,7 +87,9 @@ FAMILIES = (
     "devices", "stats", "token", "tokens", "pwf", "pm", "act", "lb", "lbpub", "lbhist",
     "seats", "pool", "poolfile", "rapsfloor", "seed", "fired", "schedule-seed", "sms",
     "deadlines", "letters", "clock", "multipliers-active", "notify", "floor-row", "leader",
-    "rate", "pwd", "floor-row-seq", "floor-row-log", "floor-row-low", "rules",
+    "rate", "pwd", "floor-row-seq", "floor-row-log", "floor-row-low", "rules", "devseq",
+    "usage", "staff", "staff-numbers", "staff-sessions", "pairing", "pairings", "pairing-code",
+    "online", "layout",
 )  # fmt: skip
 
 
@@ -195,6 +209,11 @@ class Keys:
         return f"{self.base}deadletters"
 
     @property
+    def device_sequences(self) -> str:
+        """Hash device -> its contract v2 sequence state (lua/seqstate.lua)."""
+        return f"{self.base}devseq"
+
+    @property
     def active_multipliers(self) -> str:
         """Set of `promotion:multiplier` windows open now (maintained by the scheduler)."""
         return f"{self.base}multipliers-active"
@@ -241,6 +260,40 @@ class Keys:
 
     def rate(self, bucket: str, subject: str, window: int) -> str:
         return f"{self.base}rate:{bucket}:{subject}:{window}"
+
+    @property
+    def token_usage(self) -> str:
+        """Hash machine token id -> the ISO time of its last use (access accounting)."""
+        return f"{self.base}usage"
+
+    def staff(self, number: str) -> str:
+        """Hash of one staff account (`bonusd.access.staff`)."""
+        return f"{self.base}staff:{number}"
+
+    @property
+    def staff_numbers(self) -> str:
+        return f"{self.base}staff-numbers"
+
+    def staff_sessions(self, number: str) -> str:
+        """Set of the session token ids of one staff member (`bonusd.access.sessions`)."""
+        return f"{self.base}staff-sessions:{number}"
+
+    def pairing(self, pairing_id: str) -> str:
+        """Hash of a floor screen waiting to be paired (`bonusd.access.pairing`)."""
+        return f"{self.base}pairing:{pairing_id}"
+
+    @property
+    def pairings(self) -> str:
+        """Zset pairing id -> when its code expires (ms): the screens waiting now."""
+        return f"{self.base}pairings"
+
+    def pairing_code(self, code: str) -> str:
+        """Hash of a live pairing code: which pairing shows it, until when."""
+        return f"{self.base}pairing-code:{code}"
+
+    def online(self, token_id: str) -> str:
+        """A screen token's socket is open somewhere (`bonusd.push.presence`)."""
+        return f"{self.base}online:{token_id}"
 
     # -- promotions -------------------------------------------------------------------
 
@@ -317,6 +370,10 @@ class Keys:
     @property
     def leader_fired_by(self) -> str:
         return f"{self.base}leader:fired-by"
+
+    def layout(self, part: str = "") -> str:
+        """The layout version of the site's data; `layout("lock")` (`bonusd.infra.layout`)."""
+        return f"{self.base}layout" + (f":{part}" if part else "")
 
     def sms(self, part: str) -> str:
         """The SMS outbox's keys: `cursor`, `outbox`, `due`, `gateway`, `lease:{id}`."""

@@ -16,7 +16,15 @@ class Metrics:
         )
         self.duplicates = Counter(
             "bonusd_events_duplicate",
-            "Events skipped because their id was applied before",
+            "Events skipped because they were applied before (v1: their id; v2: their "
+            "device, epoch and seq)",
+            registry=registry,
+        )
+        self.sequence_gaps = Counter(
+            "bonusd_sequence_gaps",
+            "Contract v2 sequence numbers never received, counted once they can no longer "
+            "arrive (behind the window, or of an epoch forgotten); per device: "
+            "GET /devices/{device}/sequence",
             registry=registry,
         )
         self.dead_letters = Counter(
@@ -77,6 +85,52 @@ class Metrics:
             "bonusd_leader_changes",
             "Leases taken (acquired) and given up (released on shutdown, or lost)",
             ["change"],
+            registry=registry,
+        )
+        self._deployment(registry)
+
+    def _deployment(self, registry: CollectorRegistry) -> None:
+        """What the alert rules and the dashboard of deploy/ read besides the above, filled
+        by `bonusd.service.opswatch` (docs/deploy.md, "Monitoring")."""
+        self.ingest_lag = Gauge(
+            "bonusd_ingest_lag_seconds",
+            "Age of the oldest message received and not yet committed (0 when none waits)",
+            registry=registry,
+        )
+        self.redis_used_memory = Gauge(
+            "bonusd_redis_used_memory_bytes", "Redis used_memory (sampled)", registry=registry
+        )
+        self.redis_maxmemory = Gauge(
+            "bonusd_redis_maxmemory_bytes", "Redis maxmemory; 0: no limit", registry=registry
+        )
+        self.redis_policy_ok = Gauge(
+            "bonusd_redis_policy_ok",
+            "1 while Redis's persistence and eviction policy keep bonusd's promises "
+            "(deploy/redis/: AOF, appendfsync always, noeviction, AOF writes succeeding)",
+            registry=registry,
+        )
+        self.claim_timers_overdue = Gauge(
+            "bonusd_claim_timers_overdue_seconds",
+            "How long the site's earliest passed claim deadline has waited (daemon clock)",
+            registry=registry,
+        )
+        self.cert_expiry = Gauge(
+            "bonusd_certificate_expiry_timestamp_seconds",
+            "When the earliest certificate of the file expires (Unix time); 0: unreadable",
+            ["file"],
+            registry=registry,
+        )
+        self.push_clients = Gauge(
+            "bonusd_push_clients", "Open screen and handheld websockets", registry=registry
+        )
+        self.push_dropped = Counter(
+            "bonusd_push_clients_dropped",
+            "Websockets the daemon closed because they stopped draining (4429)",
+            registry=registry,
+        )
+        self.push_resyncs = Counter(
+            "bonusd_push_resyncs",
+            "Websockets that fell behind and were sent a fresh snapshot",
             registry=registry,
         )
 

@@ -35,9 +35,12 @@ HEALTH_CHECK_S = 15
 REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
-def redis_client(settings: Settings, *, daemon: bool = False) -> aioredis.Redis:
+def redis_client(
+    settings: Settings, *, daemon: bool = False, decode: bool = True
+) -> aioredis.Redis:
     """A client for `settings.redis_url`; `daemon=True` for the long-running service
-    (bounded pool, socket timeouts, health checks), else a command-line client."""
+    (bounded pool, socket timeouts, health checks), else a command-line client, replying
+    `bytes` with `decode=False` (a restore's DUMP payloads)."""
     if settings.redis_cluster:
         if urlsplit(settings.redis_url).scheme == "unix":
             raise ConfigError(
@@ -46,7 +49,7 @@ def redis_client(settings: Settings, *, daemon: bool = False) -> aioredis.Redis:
             )
         cluster = RedisCluster.from_url(
             settings.redis_url,
-            decode_responses=True,
+            decode_responses=decode,
             max_connections=settings.redis_max_connections,
             socket_timeout=SOCKET_TIMEOUT_S,
             socket_connect_timeout=CONNECT_TIMEOUT_S,
@@ -54,7 +57,7 @@ def redis_client(settings: Settings, *, daemon: bool = False) -> aioredis.Redis:
         )
         return cast(aioredis.Redis, cluster)
     if not daemon:
-        return aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+        return aioredis.Redis.from_url(settings.redis_url, decode_responses=decode)
     # a burst of requests (2,000 screens reconnecting) waits for a connection instead
     # of failing: redis-py's default pool refuses beyond its cap
     pool = aioredis.BlockingConnectionPool.from_url(

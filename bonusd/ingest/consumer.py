@@ -4,7 +4,7 @@ The broker keeps a persistent MQTT v5 session for the daemon (fixed client id, c
 off, a session expiry), so what is published while the daemon is down waits for it. Every
 message is acknowledged to the broker only after its effect (or its dead letter) is
 committed in Redis; a crash before that means redelivery, and redelivery is harmless
-because the store applies each event id once.
+because the store applies each event once (by its id, or its device's epoch and seq).
 
 Speed comes from batching below aiomqtt's per-message iterator: paho hands each message
 to a callback that only appends it to a bounded inbox (bonusd/ingest/inbox.py), and the
@@ -33,7 +33,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from bonusd.clocks.clock import Clock
-from bonusd.floor.store import BatchResult, DeadLetter, FloorStore
+from bonusd.floor.store import BatchResult, DeadLetter, FloorStore, Origin
 from bonusd.floor.telemetry import FloorEvent, Reason, Rejection, TelemetryDecoder
 from bonusd.infra.backoff import Backoff, pause
 from bonusd.infra.health import Health
@@ -284,8 +284,9 @@ class Ingest:
         halves, down to the one message that fails, which is dead-lettered instead."""
         events = [x for _, x in items if isinstance(x, FloorEvent)]
         dead = [x for _, x in items if isinstance(x, DeadLetter)]
+        origins = [(m.topic, m.payload, now_ms) for m, x in items if isinstance(x, FloorEvent)]
         try:
-            return await self._apply_waiting(events, dead, stop)
+            return await self._apply_waiting(events, dead, stop, origins)
         except Exception as exc:
             if len(items) > 1:
                 half = len(items) // 2
@@ -293,11 +294,7 @@ class Ingest:
                 second = None if first is None else await self._apply(items[half:], now_ms, stop)
                 if first is None or second is None:
                     return None
-                return BatchResult(
-                    first.applied + second.applied,
-                    first.duplicates + second.duplicates,
-                    first.dead_letters + second.dead_letters,
-                )
+                return first + second
             return await self._dead_letter_failed(items[0][0], exc, now_ms, stop)
 
     async def _dead_letter_failed(
@@ -327,14 +324,18 @@ class Ingest:
         return BatchResult(0, 0, 0)
 
     async def _apply_waiting(
-        self, events: list[FloorEvent], dead: list[DeadLetter], stop: asyncio.Event
+        self,
+        events: list[FloorEvent],
+        dead: list[DeadLetter],
+        stop: asyncio.Event,
+        origins: list[Origin] | None = None,
     ) -> BatchResult | None:
         """`store.apply_batch`, retried while Redis is away or busy; None if `stop` came
         meanwhile. Any other exception is the batch's own and is raised."""
         backoff = Backoff(cap=self._backoff_max_s)
         while True:
             try:
-                result = await self._store.apply_batch(events, dead)
+                result = await self._store.apply_batch(events, dead, origins)
             except Exception as exc:
                 if not is_outage(exc):
                     raise
@@ -364,6 +365,8 @@ class Ingest:
                 logger.debug(
                     "dead letter %s on %s: %s", letter.reason.value, letter.topic, letter.detail
                 )
+            for reason in result.refused:  # v2 events the sequence check refused
+                self._metrics.dead_letters.labels(reason.value).inc()
             return result
 
     def _after_commit(self, batch: list[Received], result: BatchResult) -> None:
@@ -372,6 +375,7 @@ class Ingest:
         metrics = self._metrics
         metrics.events_applied.inc(result.applied)
         metrics.duplicates.inc(result.duplicates)
+        metrics.sequence_gaps.inc(result.gaps)
         metrics.batch_size.observe(len(batch))
         for msg in batch:
             metrics.ingest_latency.observe(done - msg.arrived_mono)

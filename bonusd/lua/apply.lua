@@ -1,43 +1,62 @@
 -- Apply one batch of telemetry to a site's floor, atomically and exactly once.
 -- KEYS[1]  the site's stats hash (routes the call to the site's shard)
--- ARGV     base, dedup_ttl_s, deadletter_maxlen, ids_json, effects_json, dead_json,
+-- ARGV     base, dedup_ttl_s, deadletter_maxlen, marks_json, effects_json, dead_json,
 --          duplicates (how many of the batch's messages the caller already dropped)
---          ids_json:     [[event id, dedup hour bucket], ...]
+--          marks_json:   each event's identity, in the batch's order: [event id, dedup
+--                        hour bucket] (contract v1) or [device, epoch, seq, ts_ms] (v2)
 --          effects_json: the merged effects of those events (bonusd/floor/effects.py)
 --          dead_json:    [[reason, topic, payload, detail, arrived_ms], ...]
--- Returns  {"dup", i, ...}   nothing written: events i (1-based) were applied before;
---                            the caller drops them and calls again
---          {"ok", n}         all n events and the dead letters were applied
+-- Returns  {"skip", n, verdict, ...}  nothing written: the n-th event (from 1) is a
+--                            duplicate ("dup"), or a v2 event more than the window behind
+--                            its epoch ("behind") or of an old epoch ("old_epoch"); the
+--                            caller drops them (the last two as dead letters) and calls again
+--          {"ok", n, gaps}   all n events and the dead letters were applied; `gaps` v2
+--                            sequence numbers were found lost (lua/seqstate.lua)
 -- The effects are merged per batch by the caller, so they are valid only if every event
 -- in the batch is new: hence the check first, and no write at all when it fails.
 local base = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local maxlen = ARGV[3]
-local ids = cjson.decode(ARGV[4])
+local marks = cjson.decode(ARGV[4])
 local fx = cjson.decode(ARGV[5])
 local dead = cjson.decode(ARGV[6])
 local duplicates = tonumber(ARGV[7])
 
-local dups = {}
-for i, pair in ipairs(ids) do
-  if redis.call('SISMEMBER', base .. 'seen:' .. pair[2], pair[1]) == 1 then
-    dups[#dups + 1] = i
+-- v1 ids against their hour's set; v2 events against their device's state, read once
+-- and judged event by event in batch order (seqstate.lua)
+local devseq = base .. 'devseq'
+local states, gaps, skips = seq_load(devseq, marks), 0, {}
+for n, e in ipairs(marks) do
+  local verdict, lost = 'new', 0
+  if e[3] then
+    verdict, lost = seq_judge(states[e[1]], e[2], e[3], e[4])
+  elseif redis.call('SISMEMBER', base .. 'seen:' .. e[2], e[1]) == 1 then
+    verdict = 'dup'
+  end
+  if verdict == 'new' then
+    gaps = gaps + lost
+  else
+    skips[#skips + 1] = n
+    skips[#skips + 1] = verdict
   end
 end
-if #dups > 0 then
-  table.insert(dups, 1, 'dup')
-  return dups
+if #skips > 0 then
+  table.insert(skips, 1, 'skip')
+  return skips
 end
 
 local expired = {}
-for _, pair in ipairs(ids) do
-  local seen = base .. 'seen:' .. pair[2]
-  redis.call('SADD', seen, pair[1])
-  if not expired[seen] then
-    redis.call('EXPIRE', seen, ttl)
-    expired[seen] = true
+for _, e in ipairs(marks) do
+  if not e[3] then
+    local seen = base .. 'seen:' .. e[2]
+    redis.call('SADD', seen, e[1])
+    if not expired[seen] then
+      redis.call('EXPIRE', seen, ttl)
+      expired[seen] = true
+    end
   end
 end
+seq_save(devseq, states)
 for _, card in ipairs(fx.CARDS) do
   if redis.call('SISMEMBER', base .. 'members', card) == 0 then
     redis.call('SADD', base .. 'unregistered', card)
@@ -245,6 +264,8 @@ for _, d in ipairs(dead) do
     'reason', d[1], 'topic', d[2], 'payload', d[3], 'detail', d[4], 'arrived_ms', d[5])
   redis.call('HINCRBY', KEYS[1], 'deadletter:' .. d[1], 1)
 end
-if #ids > 0 then redis.call('HINCRBY', KEYS[1], 'applied', #ids) end
+local applied = #marks
+if applied > 0 then redis.call('HINCRBY', KEYS[1], 'applied', applied) end
 if duplicates > 0 then redis.call('HINCRBY', KEYS[1], 'duplicates', duplicates) end
-return {'ok', #ids}
+if gaps > 0 then redis.call('HINCRBY', KEYS[1], 'sequence_gaps', gaps) end
+return {'ok', applied, gaps}

@@ -43,6 +43,7 @@ from bonusd.infra.redisclient import REDIS_ERRORS
 from bonusd.promotions import Side
 from bonusd.promotions.store import PromotionStore
 from bonusd.push.clockstate import ClockWatch
+from bonusd.push.presence import ScreenPresence
 from bonusd.push.stream import REVOKED, SHUTDOWN, PushStats, Stream, Subscriber
 from bonusd.push.views import (
     Inputs,
@@ -96,7 +97,7 @@ class PushHub:
         self._ping_ticks = max(1, ping_every_s)
         self.handshake_s = handshake_s
         self.channel = notify_channel(keys)
-        self._tokens = TokenStore(redis, keys)
+        self._tokens, self.presence = TokenStore(redis, keys), ScreenPresence(redis, keys, clock)
         self._revoked: dict[str, None] = {}  # the latest revocations heard, oldest first
         self.ticks = 0
         self._ticked = False
@@ -179,11 +180,12 @@ class PushHub:
 
     async def recheck_tokens(self) -> None:
         """Look the tokens of the subscribers up in Redis and kick those revoked meanwhile
-        (a notification published while this hub was not listening is lost)."""
+        (a notification published while this hub was not listening is lost), and the staff
+        sessions ended for inactivity (no notification tells of those)."""
         held = {s.token_id for st in self.streams.values() for s in st.subscribers}
         held.discard("")
         try:
-            gone = await self._tokens.revoked_among(held)
+            gone = await self._tokens.revoked_among(held, self._clock.now())
         except REDIS_ERRORS as exc:
             logger.debug("push: held tokens not looked up (%s); looked up again later", exc)
             return
@@ -225,6 +227,7 @@ class PushHub:
             if self._ticked:
                 self._ticked = False
                 self._housekeeping()
+                await self.presence.beat(self.streams, self.ticks)  # screens online
                 if self.ticks % TOKEN_RECHECK_TICKS == 0:
                     await self.recheck_tokens()
 
@@ -308,6 +311,7 @@ class PushHub:
             if token_id is not None:
                 self.revoke(token_id)
                 return
+            self.presence.moved(self.streams, data)  # a screen moved: it reconnects
             self._wake.set()  # also on (re)subscribing: whatever happened meanwhile
             if data is None:
                 await self.recheck_tokens()

@@ -48,7 +48,7 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Hello:
-    token: str
+    token: str  # "" when the handshake's staff session cookie authenticates
     resume: tuple[str, int] | None
 
 
@@ -116,12 +116,15 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_hello(frame: dict[str, Any]) -> Hello:
-    """The first frame: `{"token": str, "resume"?: {"epoch": str, "seq": int}}`."""
+def parse_hello(frame: dict[str, Any], *, signed_in: bool = False) -> Hello:
+    """The first frame: `{"token": str, "resume"?: {"epoch": str, "seq": int}}`; the token
+    may be left out when the handshake carried a staff session cookie (`signed_in`)."""
     token, resume = frame.get("token"), frame.get("resume")
-    if not isinstance(token, str) or not token:
+    if token is None and signed_in:
+        token = ""
+    elif not isinstance(token, str) or not token:
         raise Refused(4401, 'the first frame is {"token": "bd_..."}')
-    if not TOKEN.fullmatch(token):
+    if token and not TOKEN.fullmatch(token):
         raise Refused(4400, "a token is up to 128 of the characters A-Z a-z 0-9 _ -")
     if not HELLO_KEYS.issuperset(frame):
         raise Refused(4400, 'the first frame holds only "token" and "resume"')

@@ -18,7 +18,6 @@ from bonusd.draws.claims import (
     DESK,
     SYSTEM,
     Actor,
-    ClaimRole,
     Machine,
     RegisterError,
     RoleError,
@@ -42,7 +41,7 @@ class DeclineRegister:
 
     def sign(self, card: str, actor: Actor, at: dt.datetime) -> Transition:
         where = f"session {self.session_id} decline register"
-        if actor.role is not ClaimRole.DESK:
+        if actor.role not in DESK:
             raise RoleError(f"{where}: only the desk takes signatures, not {actor}")
         if not self.opens_at <= aware(at) < self.starts_at:
             raise RegisterError(

@@ -28,7 +28,15 @@ import math
 from dataclasses import dataclass, field
 
 from bonusd.audit.chain import Json
-from bonusd.draws.claims import Actor, ClaimError, ClaimRole, RoleError, Transition, timestamp
+from bonusd.draws.claims import (
+    DESK,
+    Actor,
+    ClaimError,
+    ClaimRole,
+    RoleError,
+    Transition,
+    timestamp,
+)
 from bonusd.promotions.schema import JackpotSpec
 from bonusd.raps.claim import DeclineRegister, RapsClaim, RapsClaimState
 
@@ -120,7 +128,7 @@ class Reselections:
         """The desk grants one more crew reselection, once the crew's are used up; returns
         the payload of its record."""
         where = f"jackpot {self.jackpot_id}"
-        if actor.role is not ClaimRole.DESK:
+        if actor.role not in DESK:
             raise RoleError(f"{where}: only the desk approves a reselection, not {actor}")
         if self.remaining:
             raise ClaimError(

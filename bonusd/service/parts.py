@@ -11,6 +11,7 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from bonusd.access.auth import TokenStore
+from bonusd.access.sessions import SessionPolicy, StaffSessions
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.runner import DrawRunner
@@ -195,3 +196,17 @@ def kiosk_desk(
     )
     store = KioskStore(promotions.redis, promotions.keys, visit_s=settings.kiosk_visit_s)
     return KioskDesk(store, promotions, draws, tokens.limiter, config)
+
+
+def signin(settings: Settings, promotions: PromotionStore, tokens: TokenStore) -> StaffSessions:
+    """Staff sign-in and sessions (docs/security.md, "Staff sign-in"), with the shift, the
+    idle time and the PIN lockouts of the `BONUSD_STAFF_*` settings."""
+    policy = SessionPolicy(
+        shift_s=settings.staff_shift_s,
+        idle_s=settings.staff_idle_s,
+        pin_attempts=settings.staff_pin_attempts,
+        pin_lock_s=settings.staff_pin_lock_s,
+        address_attempts=settings.staff_address_attempts,
+        address_lock_s=settings.staff_address_lock_s,
+    )
+    return StaffSessions(promotions.redis, promotions.keys, tokens, policy)

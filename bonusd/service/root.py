@@ -18,7 +18,6 @@ import datetime as dt
 import gc
 import logging
 import signal
-from collections.abc import Generator
 from types import TracebackType
 from typing import Any
 
@@ -37,6 +36,7 @@ from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.idlesweep import sweep_idle
 from bonusd.infra.health import Health
 from bonusd.infra.keys import Keys
+from bonusd.infra.layout import ensure_layout
 from bonusd.infra.metrics import Metrics
 from bonusd.infra.redisclient import REDIS_ERRORS, redis_client
 from bonusd.infra.sharedclock import SharedClock, clock_from
@@ -49,7 +49,8 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.service.actions import ScheduledActions
 from bonusd.service.claimtimers import ClaimTimers
-from bonusd.service.parts import floor_ingest, kiosk_desk, leadership, push_hub, runners
+from bonusd.service.hosting import OpsWatch, http_server
+from bonusd.service.parts import floor_ingest, kiosk_desk, leadership, push_hub, runners, signin
 from bonusd.service.retention import RetentionSweeper
 from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings
@@ -60,14 +61,6 @@ logger = logging.getLogger(__name__)
 # sum, not only a refused connection (1.5 s, measured in docs/robustness.md).
 REDIS_WATCH_INTERVAL_S = 0.5
 REDIS_PROBE_TIMEOUT_S = 1.0
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: SIGTERM belongs to the `Service`."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
 
 
 class Service:
@@ -204,6 +197,7 @@ class Service:
                 push=self.push,
                 promotions_folder=self.settings.promotions,  # the signage logos (api/logos.py)
                 kiosk=kiosk_desk(self.settings, self.promotion_store, self.draws, self.tokens),
+                staff=signin(self.settings, self.promotion_store, self.tokens),
             )
         )
         self.scheduler = Scheduler(
@@ -222,6 +216,16 @@ class Service:
             calendar=self.calendar,
             promotions=lambda: self.promotions,
         )
+        self.ops = OpsWatch(  # systemd's READY and watchdog; the gauges of deploy/prometheus/
+            self.settings,
+            redis=self.redis,
+            keys=self.keys,
+            clock=self.clock,
+            metrics=self.metrics,
+            health=self.health,
+            push=self.push,
+            serving=lambda: not self._serve_http or bool(self._http and self._http.started),
+        )
 
     async def __aenter__(self) -> Service:
         self.health.redis_ok = True  # assume so until a probe says otherwise, so it logs once
@@ -229,7 +233,8 @@ class Service:
             await self.clock.open_when_available(self.stop_event)
         if not await self._probe_redis():
             logger.warning("starting anyway; ingest waits for Redis")
-        else:
+        else:  # data in a layout this release must not run on is refused (LayoutError)
+            await ensure_layout(self.redis, self.keys, holder=self.leader.holder)
             # the first gaming day of telemetry (before it, "3 months actives" use last_visit)
             today = self.calendar.gaming_day(self.clock.now()).isoformat()
             await self.redis.hsetnx(self.keys.stats, "telemetry_since", today)
@@ -265,6 +270,7 @@ class Service:
                 tg.create_task(self.push.run(self.stop_event), name="push")
                 tg.create_task(self.rules.run(self.stop_event), name="rules")
                 tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
+                tg.create_task(self.ops.run(self.stop_event), name="ops-watch")
                 if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
                     every, raps = self.settings.raps_floor_sync_s, self._has_raps
                     floor = self.jackpots.live_floor.follow(self.stop_event, every, raps)
@@ -381,19 +387,8 @@ class Service:
                 await asyncio.wait_for(self.stop_event.wait(), REDIS_WATCH_INTERVAL_S)
 
     async def _serve(self) -> None:
-        config = uvicorn.Config(
-            # once more outside the app's own error handler, so its 500s carry them too
-            SecureHeaders(self.app),
-            host=self.settings.http_host,
-            port=self.settings.http_port,
-            log_level="warning",
-            lifespan="off",
-            ws_per_message_deflate=self.settings.push_deflate,  # docs/push.md, "Delivery"
-            ws_max_size=64 * 1024,  # clients send a token and pings, nothing more
-            timeout_graceful_shutdown=5,  # then open connections are cancelled
-        )
-        server = _QuietServer(config)
-        self._http = server
+        # the headers once more outside the app's own error handler, so its 500s carry them
+        server = self._http = http_server(self.settings, SecureHeaders(self.app))
         async with asyncio.TaskGroup() as tg:
             tg.create_task(server.serve(), name="uvicorn")
             await self.stop_event.wait()

@@ -74,6 +74,7 @@ class Site:
             "BONUSD_PROMOTIONS": str(work / "promotions"),
             "BONUSD_MQTT_CLIENT_ID": f"bonusd-{self.site}",
             "BONUSD_TIMEZONE": str(zone),
+            "BONUSD_REDIS_CHECK": "off",  # a throwaway Redis, no persistence (docs/deploy.md)
         }
 
 

@@ -1,5 +1,6 @@
 """What `bonusd demo` prints once the floor opens (simulators/demo/main.py): the floor's
-size, the pages with their tokens, then what to watch and when, in simulated time."""
+size, the pages (people sign in with the staff numbers and PINs printed after it; machines
+hold tokens), then what to watch and when, in simulated time."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def banner(
     tokens: Mapping[Role, str],
     timetable: Sequence[TimedAction],
 ) -> str:
-    """What the demo prints: the pages with their tokens, then what to watch."""
+    """What the demo prints: the pages (and the machines' tokens), then what to watch."""
     p = promotion
     crew = (
         f"the demo's crew takes a claim nobody touched for {crew_after:g} s "
@@ -49,16 +50,18 @@ def banner(
         f"Simulated time from {start:%a %d %b %Y %H:%M} at x{speed:g}, x1 while a "
         "winner's claim is open. Every run starts over.",
         "",
-        f"  signage (main)   {base}/signage?area=main&token={tokens[Role.SIGNAGE]}",
-        f"  crew handheld    {base}/crew   token: {tokens[Role.CREW]}",
-        f"  promotions desk  {base}/desk   token: {tokens[Role.DESK]}",
+        f"  signage          {base}/signage   shows a code to pair, by hand: on the desk's "
+        "Screens tab (area main), or",
+        '                   bonusd screens pair CODE --area main --name "Demo screen"',
+        f"  crew handheld    {base}/crew   sign in: staff number and PIN below",
+        f"  promotions desk  {base}/desk   sign in: staff number and PIN below",
         f"  API docs         {base}/docs   admin token: {tokens[Role.ADMIN]}",
         f"  eHost kiosk      {base}/kiosk   token: {tokens[Role.KIOSK]}"
         "   (type a card number and Enter, as its card reader does; cards and PINs below)",
         f"  the casino's app {base}/app/members/CARD   app token: {tokens[Role.APP]}"
         "   (docs/app-api.md)",
         f"  health           {base}/health",
-        f"  e.g. curl -H 'Authorization: Bearer {tokens[Role.DESK]}' {base}/floor/active",
+        f"  e.g. curl -H 'Authorization: Bearer {tokens[Role.ADMIN]}' {base}/floor/active",
         "",
         "What to watch (simulated time; at x60 a simulated minute is a wall second):",
     ]

@@ -35,6 +35,7 @@ import httpx
 import redis.asyncio as aioredis
 
 from bonusd.access.auth import Role
+from bonusd.access.staff import StaffStore
 from bonusd.audit.anchor import digest_folder
 from bonusd.audit.archive import site_archive
 from bonusd.errors import BonusdError
@@ -67,13 +68,15 @@ from simulators.demo.floor import (
     watch_simulator,
 )
 from simulators.demo.pins import demo_pins, pin_hashes, pin_lines
+from simulators.demo.staff import add_demo_staff, staff_lines
 
 logger = logging.getLogger("simulators.demo.main")
 DEMO_PROMOTIONS = Path(__file__).resolve().parents[2] / "promotions" / "demo"
 DEMO_START = dt.datetime.fromisoformat("2026-10-03T16:55:00+02:00")
 TOKEN_LIFETIME = dt.timedelta(days=365)  # simulated: at x60, six days of wall time
 LOCK_TTL_S = 15
-TOKEN_ROLES = (Role.SIGNAGE, Role.CREW, Role.DESK, Role.KIOSK, Role.APP, Role.ADMIN)
+# no signage token: the demo leaves its screen to be paired by hand (docs/security.md)
+TOKEN_ROLES = (Role.CREW, Role.DESK, Role.KIOSK, Role.APP, Role.ADMIN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,13 +216,15 @@ class Demo:
             await clock.pause()  # 16:55 until the floor opens
             await service.store.import_devices(devices)
             await service.store.import_members(members)
-            tokens = await self._issue_tokens(clock)
+            tokens = await self._issue_tokens(clock)  # the demo's own crew, kiosk, scripts
+            await add_demo_staff(StaffStore(service.redis, service.keys), clock.now())
             timetable = await promotion_timetable(service.redis, service.keys, self.promotion)
             tg.create_task(service.run(install_signal_handlers=False), name="daemon")
             if not await _until_serving(self.base, service.stop_event):
                 return
             sizes = floor_sizes(devices, members)
             print(self._banner(spec.name, sizes, tokens, timetable), flush=True)
+            print(staff_lines(self.base), flush=True)
             print(pin_lines(demo_pins(members)), flush=True)
             simulator = await self._start_simulator()
             stack.push_async_callback(self._stopped, simulator)
@@ -274,13 +279,12 @@ class Demo:
         return devices, members
 
     async def _issue_tokens(self, clock: SharedClock) -> dict[Role, str]:
-        """One token per page's role (signage for the main area), for the demo's life."""
+        """One token per machine's role, for the demo's life."""
         tokens = {}
         for role in TOKEN_ROLES:
             issued = await self.service.tokens.issue(
                 role=role,
                 name=f"demo {role}",
-                area="main" if role is Role.SIGNAGE else "",
                 now=clock.now(),
                 valid_for=TOKEN_LIFETIME,
             )

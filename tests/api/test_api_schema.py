@@ -164,6 +164,10 @@ def _known_ids(svc: Service) -> dict[str, Any]:
         "claim": [1, 2],
         "entry": ["1"],
         "side": ["slots", "tables"],
+        "device": ["EGM-1", "EGM-404"],
+        "credential": ["0123456789ab", "nope"],
+        "screen": ["0123456789ab", "nope"],
+        "staff": ["1001", "9999"],
     }
 
 

@@ -9,9 +9,11 @@ site with both seed promotions, members, devices, a week of play, activations, a
 round with a settled claim and its prize letter, and with ids that do not exist.
 
 The site is snapshotted with `DUMP` of every key under its prefix (and whether the key
-expires). Excluded, on purpose, is only the rate limiter's namespace (`rate:`): counting
-requests is its job (docs/security.md). Every token here is valid, so no failed-check
-counter moves either; a bad token's count is state by design and is not tested here.
+expires). Excluded, on purpose, is only the access accounting (`tests/redis_snapshot.py`):
+the rate limiter's namespace (`rate:`: counting requests is its job), the machine tokens'
+last use (`usage`) and the screens' connection markers (`online:`, while a screen's socket
+is open) (docs/security.md). Every token here is valid, so no failed-check counter moves
+either; a bad token's count is state by design and is not tested here.
 
 The websockets of the live push (`/ws/signage`, `/ws/crew`) are opened with good tokens
 and with refused ones (wrong role, bad frames, bad query): nothing is written but the
@@ -54,7 +56,7 @@ from tests.browser.helpers import (
 )
 from tests.daemon_helpers import PROJECT, Daemon, running
 from tests.redis_snapshot import differences, snapshot
-from tests.telemetry_helpers import Publisher
+from tests.telemetry_helpers import Publisher, sequenced
 
 MISSING = "no-such-thing"
 # the role of each client; signage screens hold an area
@@ -112,6 +114,7 @@ async def floor(
     async with running(both_settings, clock) as d:
         await asyncio.wait_for(d.service.scheduler.caught_up.wait(), 60)
         await golden_horse_week(d, clock, pub)
+        await _v2_device(d, pub, clock)
         clock.set(at(11, 7, 12))  # activations open: a receipt printed at a kiosk
         await _print_receipt(d, ACTIVATED[0])
         clock.set(at(11, 7, 19))  # the scheduler closes the halfway bin and draws round 1
@@ -152,6 +155,18 @@ async def floor(
             await desk.aclose()
         known = _fill(letter, festa.draw_list[0].id, [s.id for s in festa.jackpot_sessions])
         yield d, known
+
+
+async def _v2_device(d: Daemon, pub: Publisher, clock: ManualClock) -> None:
+    """A device speaking telemetry contract v2 (for GET /devices/{device}/sequence): one
+    card-out of a card on no machine, which changes no totals."""
+    ts = clock.now() - dt.timedelta(minutes=1)
+    pub.egm("EGM-0499", sequenced("card_out", "7770002", ts, "boot-1", 1))
+
+    async def seen() -> bool:
+        return (await d.http.get("/devices/EGM-0499/sequence")).status_code == 200
+
+    await wait_for(seen, "the v2 device's event")
 
 
 async def _print_receipt(d: Daemon, card: str) -> None:
@@ -197,7 +212,7 @@ def _fill(letter: str, festa_draw: str, sessions: list[str]) -> dict[str, Any]:
         "round_no": ["1", "3", "9"],
         "number": [letter, f"{GH}.halfway-999999", "1", "14", "999"],
         "name": ["signage.js", "crew.css", "swagger-ui.css", "no-such.js", "..%2Fpyproject.toml"],
-        "device": ["EGM-0401", MISSING],
+        "device": ["EGM-0499", MISSING],
     }
 
 

@@ -17,7 +17,14 @@ from bonusd.access.auth import Role
 from bonusd.api.app import api_routes
 from tests.daemon_helpers import Daemon
 
-PUBLIC = {("GET", "/health"), ("GET", "/metrics")}
+PUBLIC = {
+    ("GET", "/health"),
+    ("GET", "/metrics"),
+    ("POST", "/screens/pairing"),  # a new floor screen, before it holds anything
+    ("POST", "/screens/pairing/claim"),  # the same screen with its pairing secret
+    ("POST", "/staff/sign-in"),  # a staff number and PIN, from this site's pages
+    ("POST", "/staff/sign-out"),  # ends the session its cookie holds, if any
+}
 SAMPLE = {
     "card": "1001",
     "day": "2026-10-03",
@@ -30,6 +37,9 @@ SAMPLE = {
     "tombola": "pooled",
     "round_no": "1",
     "entry": "1",
+    "device": "EGM-1",
+    "screen": "0123456789ab",
+    "credential": "0123456789ab",
 }
 
 

@@ -54,6 +54,14 @@ async def browser(chromium_path: str) -> AsyncIterator[Browser]:
             await b.close()
 
 
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The tests move the daemon's clock by hours between steps while nobody touches the
+    pages: here a staff sign-in lasts a week, however idle (test_staff_signin.py puts the
+    defaults back to show the ends of a session)."""
+    return settings.model_copy(update={"staff_idle_s": 86_400, "staff_shift_s": 7 * 86_400})
+
+
 # -- a Golden Horse floor ------------------------------------------------------------------------
 
 

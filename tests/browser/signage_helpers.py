@@ -7,6 +7,7 @@ for none, no sound unless asked)."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from playwright.async_api import Browser, Page, expect
 
@@ -55,6 +56,18 @@ SMALL_TEXT = """
 """
 
 
+async def hold_credential(page: Page, url: str, token: str) -> str:
+    """Give the screen `page` the credential `token` as pairing leaves it (in the screen's
+    own storage, never in its URL); `url` with any `token=` taken out of it."""
+    parts = urlsplit(url)
+    await page.goto(f"{parts.scheme}://{parts.netloc}/health")
+    await page.evaluate(
+        "t => localStorage.setItem('bonusd.screen', JSON.stringify({token: t}))", token
+    )
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "token"])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+
+
 async def open_signage(
     browser: Browser,
     url: str,
@@ -63,10 +76,15 @@ async def open_signage(
     query: str = "",
     reduced_motion: bool = False,
 ) -> Page:
-    """A floor screen at `url` (its token in it), landscape 1920×1080 or portrait, live."""
+    """A floor screen at `url`, landscape 1920×1080 or portrait, live. A `token=` in `url`
+    (as the tests build it) is the screen's credential: it is kept as a paired screen keeps
+    it, and the page opened without it (`hold_credential`)."""
     width, height = (1080, 1920) if portrait else (1920, 1080)
     page = await new_page(browser, width=width, height=height, reduced_motion=reduced_motion)
-    await page.add_init_script(WATCH)
+    token = dict(parse_qsl(urlsplit(url).query)).get("token", "")
+    if token:
+        url = await hold_credential(page, url, token)
+    await page.add_init_script(WATCH)  # after: it watches the screen's page, not /health
     await page.goto(f"{url}{query}")
     await expect(page.locator("body")).to_have_class("live")
     return page

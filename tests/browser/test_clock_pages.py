@@ -44,7 +44,9 @@ from tests.browser.helpers import (
     seat_players,
     token,
 )
+from tests.browser.signage_helpers import hold_credential
 from tests.daemon_helpers import running
+from tests.staff_helpers import add_staff, sign_in_page
 from tests.telemetry_helpers import Publisher
 
 pytestmark = pytest.mark.browser
@@ -248,7 +250,8 @@ async def test_pages_keep_the_shared_clocks_time_through_speed_changes_pauses_an
         await desk.aclose()
         manual.set(at(11, 7, 18, 50))
         await seat_players(d, pub, at(11, 7, 18, 49))
-        screen, crew_token = await token(d, Role.SIGNAGE, "main"), await token(d, Role.CREW)
+        screen = await token(d, Role.SIGNAGE, "main")
+        await add_staff(d.service, "2001", "Sipho Dube", "crew")
 
     client = aioredis.Redis.from_url(redis_url)
     try:
@@ -265,11 +268,11 @@ async def test_pages_keep_the_shared_clocks_time_through_speed_changes_pauses_an
             crew = await new_page(browser, width=390, height=844, mobile=True)
             for page in (signage, crew):
                 await page.add_init_script(RECORDER)
-            await signage.goto(f"{base}/signage?area=main&token={screen}")
+            await hold_credential(signage, base, screen)  # as pairing leaves it
+            await signage.goto(f"{base}/signage?area=main")
             await expect(signage.locator("#next-countdown")).to_have_text("2:00")
             await crew.goto(f"{base}/crew")
-            await crew.fill("#login input[name=token]", crew_token)
-            await crew.click("#login button[type=submit]")
+            await sign_in_page(crew, "2001")
             await expect(crew.locator("#live")).to_have_text("live")
 
             async def winners() -> None:

@@ -1,6 +1,6 @@
 """Four eyes on the promotions desk page, in headless Chromium against a running daemon
 (docs/draws.md, "Changes after the freeze"): before the bin closes the desk excludes
-directly and an early close asked by a desk token is refused; once the scheduler has closed
+directly and an early close asked by a desk member is refused; once the scheduler has closed
 the bin, the page offers requests with a reason instead; desk one's own request cannot be
 approved by desk one (the daemon's words are shown) and desk two, in a second browser
 session, approves it."""
@@ -12,7 +12,6 @@ import re
 import pytest
 from playwright.async_api import Browser, Dialog, Page, expect
 
-from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
 from bonusd.settings import Settings
 from tests.browser.helpers import (
@@ -24,10 +23,10 @@ from tests.browser.helpers import (
     golden_horse_week,
     new_page,
     shot,
-    token,
     wait_for,
 )
 from tests.daemon_helpers import Daemon, running
+from tests.staff_helpers import add_staff, sign_in_page
 from tests.telemetry_helpers import Publisher
 
 pytestmark = pytest.mark.browser
@@ -35,12 +34,11 @@ BOOK = f"/promotions/{GH}/draws/halfway/book"
 REASON = "Self-exclusion form handed in at the desk at 19:02"
 
 
-async def desk_page(browser: Browser, base: str, desk_token: str) -> Page:
-    """A desk page in its own browser session, logged in, with the Halfway draw open."""
+async def desk_page(browser: Browser, base: str, staff: str) -> Page:
+    """A desk page in its own browser session, signed in, with the Halfway draw open."""
     page = await new_page(browser, width=1440, height=900)
     await page.goto(f"{base}/desk")
-    await page.fill("#login input[name=token]", desk_token)
-    await page.click("#login button[type=submit]")
+    await sign_in_page(page, staff)
     await page.click("button[name=open-halfway]")
     await expect(page.locator("#draw-panel")).to_contain_text("Halfway draw")
     return page
@@ -68,9 +66,9 @@ async def test_an_exclusion_after_the_freeze_is_approved_by_a_second_desk_member
         await golden_horse_week(d, clock, pub)
         clock.set(at(11, 7, 18, 40))
         base = str(d.http.base_url).rstrip("/")
-        one_token = await token(d, Role.DESK, name="Naledi Mahlangu")
-        two_token = await token(d, Role.DESK, name="Lindiwe Khoza")
-        one = await desk_page(browser, base, one_token)
+        await add_staff(d.service, "1042", "Naledi Mahlangu", "desk")
+        await add_staff(d.service, "1077", "Lindiwe Khoza", "desk")
+        one = await desk_page(browser, base, "1042")
         panel = one.locator("#draw-panel")
 
         # before the close: exclusions are direct (with a note); an early close is an
@@ -117,7 +115,7 @@ async def test_an_exclusion_after_the_freeze_is_approved_by_a_second_desk_member
         await expect(row).to_contain_text(name)  # the approver sees who, not only a card
         await expect(row).to_contain_text(f"card {card}")
         await expect(row).to_contain_text("waiting")
-        await expect(row).to_contain_text("Naledi Mahlangu (desk)")
+        await expect(row).to_contain_text("Naledi Mahlangu (staff 1042) (desk)")
         await expect(panel).to_contain_text("Request 1: exclude card")
 
         # desk one cannot approve their own request: the daemon's refusal is on the page
@@ -125,7 +123,9 @@ async def test_an_exclusion_after_the_freeze_is_approved_by_a_second_desk_member
         answer(one, asked)
         await one.click("button[name=approve-1]")
         await expect(one.locator("#draw-changes-result")).to_contain_text(
-            re.compile(r"Refused: .*request 1 was made by Naledi Mahlangu \(desk\).*four eyes")
+            re.compile(
+                r"Refused: .*request 1 was made by Naledi Mahlangu \(staff 1042\) \(desk\).*four eyes"
+            )
         )
         assert asked and f"exclude {name} (card {card})" in asked[0] and REASON in asked[0]
         await expect(row).to_contain_text("waiting")
@@ -133,12 +133,12 @@ async def test_an_exclusion_after_the_freeze_is_approved_by_a_second_desk_member
         await shot(one, "desk-changes-own-refused")
 
         # desk two, in a second browser session, approves it
-        two = await desk_page(browser, base, two_token)
+        two = await desk_page(browser, base, "1077")
         answer(two, asked)
         await two.click("button[name=approve-1]")
         done = two.locator("#draw-changes tbody tr").first
         await expect(done).to_contain_text("approved")
-        await expect(done).to_contain_text("Lindiwe Khoza (desk)")
+        await expect(done).to_contain_text("Lindiwe Khoza (staff 1077) (desk)")
         await expect(two.locator("button[name=approve-1]")).to_have_count(0)
         await expect(two.locator("#draw-result")).to_contain_text("Request 1 approved")
         assert "Approve request 1" in asked[1] and "passed over" in asked[1]
@@ -158,10 +158,10 @@ async def check_exclusion(d: Daemon, card: str) -> None:
     assert changes["frozen"] is True
     [made] = changes["changes"]
     assert made["card"] == card and made["state"] == "approved"
-    assert made["requested_by"] == "Naledi Mahlangu (desk)"
-    assert made["decided_by"] == "Lindiwe Khoza (desk)"
+    assert made["requested_by"] == "Naledi Mahlangu (staff 1042) (desk)"
+    assert made["decided_by"] == "Lindiwe Khoza (staff 1077) (desk)"
     # the exclusion's record names the request and both staff members
     [record] = (await d.get(f"/audit?kind=exclusion&q={card}"))["records"]
     assert record["payload"]["request"] == 1 and record["payload"]["note"] == REASON
-    assert record["payload"]["requested_by"] == "Naledi Mahlangu (desk)"
-    assert record["payload"]["approved_by"] == "Lindiwe Khoza (desk)"
+    assert record["payload"]["requested_by"] == "Naledi Mahlangu (staff 1042) (desk)"
+    assert record["payload"]["approved_by"] == "Lindiwe Khoza (staff 1077) (desk)"

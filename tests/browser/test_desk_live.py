@@ -29,9 +29,9 @@ from tests.browser.helpers import (
     golden_horse_week,
     new_page,
     shot,
-    token,
 )
 from tests.daemon_helpers import Daemon, running
+from tests.staff_helpers import add_staff, sign_in_page
 from tests.telemetry_helpers import Publisher
 
 pytestmark = pytest.mark.browser
@@ -56,12 +56,12 @@ SHOWS_DRAWN = """([n, winners, pool, tombola]) => {
 }"""
 
 
-async def desk_on_draws(browser: Browser, base: str, desk_token: str) -> Page:
-    """The desk logged in, on the Draws tab with the Halfway draw open, stream live."""
+async def desk_on_draws(browser: Browser, base: str, d: Daemon) -> Page:
+    """The desk signed in, on the Draws tab with the Halfway draw open, stream live."""
+    await add_staff(d.service, "1042", "Naledi Mahlangu", "desk")
     page = await new_page(browser, width=1440, height=900)
     await page.goto(f"{base}/desk")
-    await page.fill("#login input[name=token]", desk_token)
-    await page.click("#login button[type=submit]")
+    await sign_in_page(page, "1042")
     await expect(page.locator("#tabs")).to_be_visible()
     await page.click("button[name=open-halfway]")
     await expect(page.locator("#draw-panel")).to_contain_text("Halfway draw")
@@ -111,7 +111,7 @@ async def test_the_desk_follows_a_draw_without_reload(
         await golden_horse_week(d, clock, pub)
         clock.set(at(11, 7, 18, 40))
         base = str(d.http.base_url).rstrip("/")
-        page = await desk_on_draws(browser, base, await token(d, Role.DESK))
+        page = await desk_on_draws(browser, base, d)
         panel = page.locator("#draw-panel")
 
         # before 19:00: the bin is open, nothing frozen; running a round is not possible

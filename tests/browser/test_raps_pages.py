@@ -40,6 +40,7 @@ from tests.browser.signage_helpers import (
     open_signage,
 )
 from tests.daemon_helpers import Daemon, running
+from tests.staff_helpers import add_staff, sign_in_page
 from tests.telemetry_helpers import Publisher, event, game
 
 pytestmark = pytest.mark.browser
@@ -123,10 +124,11 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         signed = PLAYERS[1]
 
         # -- the desk, before the session: the decline register -----------------------------
+        await add_staff(d.service, "1042", "Naledi Mahlangu", "desk")
+        await add_staff(d.service, "2001", "Sipho Dube", "crew")
         desk = await new_page(browser, width=1440, height=900)
         await desk.goto(f"{base}/desk#jackpots")
-        await desk.fill("#login input[name=token]", await token(d, Role.DESK))
-        await desk.click("#login button[type=submit]")
+        await sign_in_page(desk, "1042")
         await desk.click(f"button[name=open-{SESSION}]")
         panel = desk.locator("#session-panel")
         await panel.locator("form[name=decline] input[name=card]").fill(signed)
@@ -177,8 +179,7 @@ async def test_a_raps_session_on_signage_crew_and_desk(
 
         crew = await new_page(browser, width=390, height=844, mobile=True)
         await crew.goto(f"{base}/crew")
-        await crew.fill("#login input[name=token]", await token(d, Role.CREW))
-        await crew.click("#login button[type=submit]")
+        await sign_in_page(crew, "2001")
         await expect(crew.locator("#live")).to_have_text("live")
 
         # -- 14:30 jackpot #1: the card is not the player's; the reselected winner is found --

@@ -26,11 +26,11 @@ from tests.browser.helpers import (
     golden_horse_week,
     new_page,
     shot,
-    token,
     wait_for,
 )
 from tests.browser.kiosk_helpers import print_receipt
 from tests.daemon_helpers import Daemon, running
+from tests.staff_helpers import add_staff, sign_in_page
 from tests.telemetry_helpers import Publisher
 
 pytestmark = pytest.mark.browser
@@ -57,13 +57,12 @@ SCANNER = """
 """
 
 
-async def crew_page(browser: Browser, base: str, crew_token: str, *, scanner: bool = False) -> Page:
+async def crew_page(browser: Browser, base: str, staff: str, *, scanner: bool = False) -> Page:
     page = await new_page(browser, width=390, height=844, mobile=True)
     if scanner:
         await page.add_init_script(SCANNER)
     await page.goto(f"{base}/crew")
-    await page.fill("#login input[name=token]", crew_token)
-    await page.click("#login button[type=submit]")
+    await sign_in_page(page, staff)
     await expect(page.locator("#alerts .alert")).to_have_count(5)
     return page
 
@@ -111,8 +110,8 @@ async def test_the_crew_checks_receipts_and_the_desk_looks_one_up(
             await kiosk.aclose()
         assert reprinted["reprint"] == 1 and reprinted["number"] == receipts[winners[2]]["number"]
         base = str(d.http.base_url).rstrip("/")
-        crew_token = await token(d, Role.CREW, name="Sipho (crew)")
-        page = await crew_page(browser, base, crew_token)
+        await add_staff(d.service, "2001", "Sipho Dube", "crew")
+        page = await crew_page(browser, base, "2001")
 
         def alert(i: int) -> Locator:
             return page.locator(f'#alerts .alert[data-claim="{claims[i]["claim"]}"]')
@@ -161,7 +160,7 @@ async def test_the_crew_checks_receipts_and_the_desk_looks_one_up(
         assert_no_page_errors(page)
 
         # a handheld that can scan: the QR code read by the camera is checked at once
-        scanning = await crew_page(browser, base, crew_token, scanner=True)
+        scanning = await crew_page(browser, base, "2001", scanner=True)
         fifth = scanning.locator(f'#alerts .alert[data-claim="{claims[4]["claim"]}"]')
         scan = fifth.locator("button.scan")
         await expect(scan).to_be_visible()
@@ -188,10 +187,10 @@ async def ledger_has_the_checks(d: Daemon, claims: list[dict[str, Any]]) -> None
 async def desk_looks_up(
     browser: Browser, base: str, d: Daemon, receipt: dict[str, Any], claim: int
 ) -> None:
+    await add_staff(d.service, "1042", "Naledi Mahlangu", "desk")
     desk = await new_page(browser, width=1440, height=900)
     await desk.goto(f"{base}/desk")
-    await desk.fill("#login input[name=token]", await token(d, Role.DESK))
-    await desk.click("#login button[type=submit]")
+    await sign_in_page(desk, "1042")
     await desk.click("button[data-tab=letters]")
     await desk.fill("#receipt-find input[name=number]", str(receipt["number"]))
     await desk.click("#receipt-find button[type=submit]")

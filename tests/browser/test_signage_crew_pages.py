@@ -34,6 +34,7 @@ from tests.browser.helpers import (
 )
 from tests.browser.signage_helpers import assert_legible, open_signage, revealed
 from tests.daemon_helpers import Daemon, running
+from tests.staff_helpers import add_staff, sign_in_page
 from tests.telemetry_helpers import Publisher
 
 pytestmark = pytest.mark.browser
@@ -192,9 +193,8 @@ async def test_signage_and_crew_through_a_draw(
             "navigator.vibrate = (p) => { window.__vibrated = (window.__vibrated || 0) + 1; return true; };"
         )
         await crew.goto(f"{base}/crew")
-        await shot(crew, "crew-login")
-        await crew.fill("#login input[name=token]", await token(d, Role.CREW))
-        await crew.click("#login button[type=submit]")
+        await add_staff(d.service, "2001", "Sipho Dube", "crew")
+        await sign_in_page(crew, "2001")
         await expect(crew.locator("#live")).to_have_text("live")
         await expect(crew.locator("#none")).to_be_visible()
         await shot(crew, "crew-idle")
@@ -303,17 +303,14 @@ async def test_signage_and_crew_through_a_draw(
         await expect(crew.locator("#live")).to_have_text("live")
         await expect(crew.locator("#alerts > li")).to_have_count(4)
 
-        # -- the handheld is reported stolen: its token is revoked -------------------------
-        # the open page is told at once (4401), forgets the token and drops everything it
-        # showed: back at the login form with the reason, no winner's name left in the DOM
-        crew_token = await crew.evaluate(
-            "Object.entries(sessionStorage).find(([k]) => k.startsWith('bonusd.token'))[1]"
-        )
-        principal = await d.service.tokens.check(crew_token, d.service.clock.now())
-        await d.service.tokens.revoke(principal.token_id, d.service.clock.now())
+        # -- the crew member leaves in a hurry; a supervisor disables the account ------------
+        # the open page is told at once (4401) and drops everything it showed: back at the
+        # sign-in form with the reason, no winner's name left in the DOM
+        r = await d.http.post("/staff/2001/disable")
+        assert r.status_code == 200 and r.json()["sessions_ended"] == 1, r.text
         await expect(crew.locator("#login")).to_be_visible()
         await expect(crew.locator("#login-error")).to_contain_text("Signed out")
-        await expect(crew.locator("#login-error")).to_contain_text("revoked")
+        await expect(crew.locator("#login-error")).to_contain_text("disabled")
         assert await crew.locator("#alerts > li").count() == 0
         html = await crew.content()
         for _card, name, *_ in MEMBERS:

@@ -188,7 +188,7 @@ async def test_an_early_close_needs_an_admin_a_reason_and_a_second_approval(
     assert kinds[early + 1 :].count(Kind.POOL) == 3 and Kind.POOL not in kinds[:early]
     note = ledger[early].payload
     assert note["change"] == "early_close" and note["approved_by"] == "desk two (desk)"
-    assert note["requested_by"] == "admin one (desk)"
+    assert note["requested_by"] == "admin one (admin)"
     assert "closed early, before its scheduled close at 2026-11-07T19:00:00+02:00" in note["note"]
     assert ledger[early].time.startswith("2026-11-07T16:52:00")  # 18:52 local, 8 minutes early
     # a fresh daemon replays the early close; the round now runs (before its time)

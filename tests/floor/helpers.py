@@ -75,3 +75,26 @@ async def reference(r: aioredis.Redis, keys: Keys, day: str) -> set[str]:
 
 def lines(snap: FloorSnapshot) -> set[str]:
     return set(snap.body.splitlines())
+
+
+def v2_game(
+    device: str, epoch: str, seq: int, ms: int, *, card: str = "", wager: int = 100
+) -> FloorEvent:
+    """A contract v2 game: identified by its device's `epoch` and `seq`, no id; its card
+    is its own identity unless given, so each applied event shows in its card's day."""
+    return FloorEvent(
+        id="",
+        type="game",
+        kind="egm",
+        device=device,
+        card=card or f"{device}-{epoch}-{seq}",
+        ts_ms=ms,
+        gaming_day=NEXT,
+        area="main",
+        seat=0,
+        wager_cents=wager,
+        win_cents=0,
+        points=1,
+        epoch=epoch,
+        seq=seq,
+    )

@@ -188,10 +188,10 @@ def _failing_for(store: FloorStore, bad_id: str) -> Callable[..., Any]:
     the event `bad_id`."""
     real = store.apply_batch
 
-    async def apply_batch(events: list[FloorEvent], dead: list[Any]) -> Any:
+    async def apply_batch(events: list[FloorEvent], dead: list[Any], origins: Any = None) -> Any:
         if any(e.id == bad_id for e in events):
             raise ValueError(f"a rule cannot take event {bad_id}")
-        return await real(events, dead)
+        return await real(events, dead, origins)
 
     return apply_batch
 

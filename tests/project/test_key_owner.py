@@ -41,6 +41,7 @@ def test_every_key_the_layout_makes_has_a_known_family() -> None:
         keys.poolfile("c0ffee"), keys.raps_floor("p.s#1"), keys.letters, keys.deadlines,
         keys.fired("2026-10-03T17:00:00+02:00:close_bin:p:d"), keys.leader, keys.leader_token,
         keys.leader_fired_by, keys.sms("outbox"), keys.stats, keys.floor_row,
+        keys.token_usage, keys.staff("1042"), keys.staff_numbers, keys.staff_sessions("1042"),
     ]  # fmt: skip
     for key in made:
         assert key.startswith("bonusd:{gh}:"), key

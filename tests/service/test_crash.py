@@ -1,4 +1,5 @@
-"""`kill -9` of the daemon in the middle of a telemetry burst loses and doubles nothing."""
+"""`kill -9` of the daemon in the middle of a telemetry burst loses and doubles nothing, in
+telemetry contract v1 (events de-duplicated by id) and v2 (by each device's sequence)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,13 @@ N_EVENTS = 20_000
 N_CARDS = 50
 
 
-def _publish_burst(broker: LocalMosquitto, site: str, now: dt.datetime) -> None:
+def _identity(i: int, contract: str) -> str:
+    if contract == "v2":  # EGM-{i % N_CARDS} numbers its events from 1
+        return f'"epoch":"burst","seq":{i // N_CARDS + 1}'
+    return f'"id":"burst-{i}"'
+
+
+def _publish_burst(broker: LocalMosquitto, site: str, now: dt.datetime, contract: str) -> None:
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"pub-{site}")
     client.max_inflight_messages_set(500)
     client.max_queued_messages_set(0)
@@ -36,7 +43,7 @@ def _publish_burst(broker: LocalMosquitto, site: str, now: dt.datetime) -> None:
     for i in range(N_EVENTS):
         card = str(5000 + i % N_CARDS)
         body = (
-            f'{{"id":"burst-{i}","type":"game","ts":"{ts}","card":"{card}",'
+            f'{{{_identity(i, contract)},"type":"game","ts":"{ts}","card":"{card}",'
             f'"wager_cents":{100 + i % 7},"win_cents":0,"points":{1 + i % 3}}}'
         )
         infos.append(client.publish(f"bonusd/{site}/egm/EGM-{i % N_CARDS}/events", body, qos=1))
@@ -47,8 +54,9 @@ def _publish_burst(broker: LocalMosquitto, site: str, now: dt.datetime) -> None:
 
 
 @pytest.mark.slow  # ~30-40 s of daemon restarts: `make test-slow`
+@pytest.mark.parametrize("contract", ["v1", "v2"])
 def test_kill_9_mid_burst_then_restart_totals_exact(
-    broker: LocalMosquitto, site: str, redis_url: str, tmp_path: object
+    broker: LocalMosquitto, site: str, redis_url: str, tmp_path: object, contract: str
 ) -> None:
     port = free_port()
     env = {
@@ -84,7 +92,7 @@ def test_kill_9_mid_burst_then_restart_totals_exact(
             text=True,
         ).stdout.strip()
         auth = {"Authorization": f"Bearer {token}"}
-        publisher = threading.Thread(target=_publish_burst, args=(broker, site, now))
+        publisher = threading.Thread(target=_publish_burst, args=(broker, site, now, contract))
         publisher.start()
         deadline = time.monotonic() + 30
         while int(r.hget(stats, "applied") or 0) < N_EVENTS // 5:
@@ -116,6 +124,12 @@ def test_kill_9_mid_burst_then_restart_totals_exact(
         assert games == N_EVENTS
         assert spend == sum(100 + i % 7 for i in range(N_EVENTS))
         assert points == sum(1 + i % 3 for i in range(N_EVENTS))
+        if contract == "v2":  # redelivered after the kill: nothing lost, nothing refused
+            for device in ("EGM-0", f"EGM-{N_CARDS - 1}"):
+                url = f"http://127.0.0.1:{port}/devices/{device}/sequence"
+                state = httpx.get(url, headers=auth).json()
+                assert (state["current"]["seq"], state["gaps"]) == (N_EVENTS // N_CARDS, 0)
+            assert not [f for f in r.hkeys(stats) if f.startswith("deadletter:")]
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(15)

@@ -1,7 +1,7 @@
 """The README's main job, `make demo`, from the outside: started exactly as the README says
 (on this test's own HTTP port, key and topic prefixes, Redis and broker), it prints the
-pages' URLs with their tokens, and a signage screen and a crew handheld holding those
-tokens see, within two minutes of wall time from the command's start, a 3x multiplier
+pages' URLs with the staff numbers and PINs to sign in with, and a signage screen (the one left to pair by hand,
+paired from the desk) and a crew handheld holding those credentials see, within two minutes of wall time from the command's start, a 3x multiplier
 window, a RAPS jackpot alerting the crew, draw winners announced on the signage and a
 winner's claim settled. Ctrl-C (SIGINT to the terminal's process group) or SIGTERM then
 stops everything: the demo says so and none of its processes is left.
@@ -38,8 +38,11 @@ from simulators.local.services import LocalMosquitto, free_port
 PROJECT = Path(__file__).resolve().parents[2]
 WITHIN_S = 120.0  # the feature under test: everything within two minutes of wall time
 WAIT_S = 180.0  # how long the test waits before it calls the demo broken
-SIGNAGE = re.compile(r"(http://[\w.:-]+)/signage\?area=main&token=(bd_\S+)")
-TOKEN = {role: re.compile(rf"/{role}\s+token: (bd_\S+)") for role in ("crew", "desk")}
+SIGNAGE = re.compile(r"(http://[\w.:-]+)/signage\s+shows a code to pair")
+# "  crew   staff 2001  PIN 246810  Thabo Nkosi      http://…/crew": the first of each role
+STAFF = {
+    role: re.compile(rf"^\s+{role}\s+staff (\w+)\s+PIN (\d+)", re.M) for role in ("crew", "desk")
+}
 STOPPED = "bonusd demo stopped"
 
 pytestmark = pytest.mark.timeout(300)
@@ -89,17 +92,18 @@ class Demo:
         return time.monotonic() - self.started
 
     def banner(self) -> dict[str, str]:
-        """The URL and tokens the demo printed (waits for them)."""
+        """The URL the demo printed, and the crew's and the desk's staff number and PIN as
+        "number/PIN" (waits for them)."""
         while self.elapsed() < WAIT_S:
             text = self.output
             found = SIGNAGE.search(text)
-            tokens = {role: rx.search(text) for role, rx in TOKEN.items()}
-            if found and all(tokens.values()):
-                out = {"base": found[1], "signage": found[2]}
-                return out | {role: m[1] for role, m in tokens.items() if m}
+            staff = {role: rx.search(text) for role, rx in STAFF.items()}
+            if found and all(staff.values()):
+                out = {"base": found[1]}
+                return out | {role: f"{m[1]}/{m[2]}" for role, m in staff.items() if m}
             assert self.proc.poll() is None, f"make demo exited early:\n{text}"
             time.sleep(0.1)
-        pytest.fail(f"no URLs with tokens within {WAIT_S:g} s:\n{self.output}")
+        pytest.fail(f"no URLs with staff sign-ins within {WAIT_S:g} s:\n{self.output}")
 
     def processes(self) -> set[tuple[int, str]]:
         """(pid, start time) of every process below `make` now, the simulator (in a
@@ -186,19 +190,31 @@ def demo(redis_url: str, broker: LocalMosquitto) -> Iterator[Demo]:
             r.delete(*keys)
 
 
+def signed_in(urls: dict[str, str], role: str) -> dict[str, str]:
+    """Sign in as a page does with the printed staff number and PIN of `role`: the headers
+    of that page's requests (its session cookie, its origin)."""
+    base = urls["base"]
+    number, pin = urls[role].split("/")
+    r = httpx.post(
+        f"{base}/staff/sign-in", json={"staff": number, "pin": pin}, headers={"Origin": base}
+    )
+    assert r.status_code == 200 and r.json()["role"] == role, r.text
+    return {"Cookie": f"bonusd_session={r.cookies['bonusd_session']}", "Origin": base}
+
+
 def check_pages(urls: dict[str, str]) -> None:
     """The printed URL opens the signage page; the crew and desk pages are served and the
-    tokens printed for their login are a crew's and a desk's."""
+    staff numbers and PINs printed for their sign-in are a crew member's and a desk's."""
     base = urls["base"]
-    page = httpx.get(f"{base}/signage?area=main&token={urls['signage']}", timeout=10)
+    page = httpx.get(f"{base}/signage", timeout=10)
     assert page.status_code == 200 and "signage" in page.text
     for role in ("crew", "desk"):
         assert httpx.get(f"{base}/{role}", timeout=10).status_code == 200
-    as_desk = {"Authorization": f"Bearer {urls['desk']}"}
+    as_desk = signed_in(urls, "desk")
     running = httpx.get(f"{base}/promotions", headers=as_desk, timeout=10)
     assert running.status_code == 200, running.text
     assert "demo-golden-evening" in running.text
-    as_crew = {"Authorization": f"Bearer {urls['crew']}"}
+    as_crew = signed_in(urls, "crew")
     assert httpx.get(f"{base}/floor/active", headers=as_crew, timeout=10).status_code == 200
     assert httpx.get(f"{base}/members/x", headers=as_crew, timeout=10).status_code == 403
 
@@ -231,8 +247,9 @@ async def watch(demo: Demo, urls: dict[str, str]) -> dict[str, float]:
                     return
 
     async def crew() -> None:
-        async with connect(f"{ws}/ws/crew") as conn:
-            await conn.send(json.dumps({"token": urls["crew"]}))
+        as_crew = signed_in(urls, "crew")  # the handheld's session cookie, in the handshake
+        async with connect(f"{ws}/ws/crew", additional_headers=as_crew) as conn:
+            await conn.send("{}")
             async for raw in conn:
                 msg = json.loads(raw)
                 sections: dict[str, Any] = msg.get("state") or msg.get("set") or {}
@@ -252,10 +269,27 @@ async def watch(demo: Demo, urls: dict[str, str]) -> dict[str, float]:
     return seen
 
 
+def pair_screen(urls: dict[str, str]) -> str:
+    """The screen the demo leaves to pair by hand, paired from the desk (area main): its
+    credential, as the screen collects it."""
+    base, as_desk = urls["base"], signed_in(urls, "desk")
+    started = httpx.post(f"{base}/screens/pairing", json={"width": 1920, "height": 1080})
+    assert started.status_code == 201, started.text
+    body = {"code": started.json()["code"], "area": "main", "name": "Demo screen"}
+    paired = httpx.post(f"{base}/screens/pair", json=body, headers=as_desk, timeout=10)
+    assert paired.status_code == 200, paired.text
+    secret = {"secret": started.json()["secret"]}
+    claimed = httpx.post(f"{base}/screens/pairing/claim", json=secret, timeout=10)
+    assert claimed.status_code == 200, claimed.text
+    token: str = claimed.json()["token"]
+    return token
+
+
 def test_make_demo_shows_the_evening_within_two_minutes_and_stops_on_ctrl_c(demo: Demo) -> None:
     urls = demo.banner()
     printed = demo.elapsed()
     check_pages(urls)
+    urls["signage"] = pair_screen(urls)
     seen = asyncio.run(watch(demo, urls))
     below = demo.simulating()
     print(f"\nmake demo: URLs printed at {printed:.1f} s; first seen (s): {seen}")

@@ -46,6 +46,7 @@ from simulators import (
     topic_for,
     write_jsonl,
 )
+from simulators.identity import contract_of
 from simulators.local.services import LocalMosquitto
 
 START = dt.datetime.fromisoformat("2026-10-03T17:00:00+02:00")
@@ -104,22 +105,68 @@ def test_a_shorter_run_is_a_prefix_of_a_longer_one(stream: list[SimEvent]) -> No
     assert stream[len(short)].t_ms >= START.timestamp() * 1000 + 3_600_000
 
 
-def test_ids_are_unique_and_take_the_run_id(stream: list[SimEvent]) -> None:
-    ids = [e.payload["id"] for e in stream]
+def _identity(e: SimEvent) -> tuple[str, str, int]:
+    return e.device, str(e.payload["epoch"]), int(e.payload["seq"])
+
+
+def test_v2_identities_are_unique_numbered_per_device_and_take_the_run_id(
+    stream: list[SimEvent],
+) -> None:
+    assert all("id" not in e.payload for e in stream)  # contract v2 by default
+    ids = [_identity(e) for e in stream]
     assert len(set(ids)) == len(ids)
-    other_start = {e.payload["id"] for e in _events(hours=0.2, start=START + dt.timedelta(days=1))}
+    last: dict[tuple[str, str], int] = {}
+    for device, epoch, seq in ids:  # 1, 2, 3, ... per device and epoch, in stream order
+        assert seq == last.get((device, epoch), 0) + 1
+        last[device, epoch] = seq
+    other_start = {_identity(e) for e in _events(hours=0.2, start=START + dt.timedelta(days=1))}
     assert not other_start & set(ids)
     other_floor = _events(replace(SMALL, egms=41), hours=0.2)
-    assert not {e.payload["id"] for e in other_floor} & set(ids)
+    assert not {_identity(e) for e in other_floor} & set(ids)
     tagged = _events(hours=0.1, run_id="bench7")
+    assert {e.payload["epoch"] for e in tagged} == {"bench7"}
+
+
+def test_an_egm_back_from_an_outage_starts_a_new_epoch() -> None:
+    config = replace(SMALL, offline_per_egm_day=6.0)
+    events = _events(config, hours=6.0, run_id="r1")
+    epochs: dict[str, list[str]] = defaultdict(list)
+    for e in events:
+        mine = epochs[e.device]
+        if not mine or mine[-1] != e.payload["epoch"]:
+            assert e.payload["seq"] == 1  # a boot numbers its events from 1
+            mine.append(str(e.payload["epoch"]))
+    rebooted = [m for m in epochs.values() if len(m) > 1]
+    assert rebooted, "no EGM came back from an outage"
+    for mine in epochs.values():  # r1, then r1.{n} after its n-th outage
+        boots = [0 if m == "r1" else int(m.removeprefix("r1.")) for m in mine]
+        assert boots == sorted(set(boots))
+
+
+def test_v1_ids_are_unique_and_take_the_run_id() -> None:
+    floor, span = _floor(), dt.timedelta(hours=1)
+    stream = list(generate_events(floor, seed=42, start=START, duration=span, contract="v1"))
+    ids = [e.payload["id"] for e in stream]
+    assert all("epoch" not in e.payload and "seq" not in e.payload for e in stream)
+    assert len(set(ids)) == len(ids)
+    tagged = generate_events(floor, seed=42, start=START, duration=span / 10, run_id="bench7")
+    assert all(str(e.payload["epoch"]) == "bench7" for e in tagged)
+    tagged = generate_events(
+        floor, seed=42, start=START, duration=span / 10, run_id="bench7", contract="v1"
+    )
     assert all(str(e.payload["id"]).startswith(f"bench7-{e.device}-") for e in tagged)
+
+
+def test_a_run_id_too_long_for_an_epoch_is_refused_at_once() -> None:
+    with pytest.raises(ValueError, match="epoch is at most 64"):
+        generate_events(_floor(), seed=1, start=START, duration=dt.timedelta(0), run_id="x" * 60)
 
 
 def test_every_event_carries_its_fields(stream: list[SimEvent]) -> None:
     floor = _floor()
     devices = {d.device: d for d in floor.devices}
     cards = {m.card for m in floor.members}
-    common = {"id", "type", "ts", "card", "area"}
+    common = {"epoch", "seq", "type", "ts", "card", "area"}
     fields = {
         "card_in": common,
         "card_out": common,
@@ -349,12 +396,13 @@ def test_parsers() -> None:
 def test_publish_to_mosquitto_delivers_every_event_paced(broker: LocalMosquitto) -> None:
     prefix = f"test-{uuid.uuid4().hex}"
     events = _events(FloorConfig(egms=60, tables=4, members=300), hours=1.0)[:300]
-    got: dict[str, str] = {}
+    got: set[tuple[str, str, int]] = set()
     done = threading.Event()
     subscribed = threading.Event()
 
     def on_message(_c: Any, _u: Any, msg: Any) -> None:
-        got[json.loads(msg.payload)["id"]] = msg.topic
+        body = json.loads(msg.payload)
+        got.add((msg.topic, body["epoch"], body["seq"]))
         if len(got) >= len(events):
             done.set()
 
@@ -380,13 +428,18 @@ def test_publish_to_mosquitto_delivers_every_event_paced(broker: LocalMosquitto)
         sub.disconnect()
         sub.loop_stop()
     for e in events:
-        assert got[str(e.payload["id"])] == f"{prefix}/t/{e.kind}/{e.device}/events"
+        topic = f"{prefix}/t/{e.kind}/{e.device}/events"
+        assert (topic, e.payload["epoch"], e.payload["seq"]) in got
 
 
-def test_every_simulated_event_passes_the_bonusd_decoder(tmp_path: Path) -> None:
-    """The simulator speaks contract v1 exactly: nothing it sends is dead-lettered."""
+@pytest.mark.parametrize("contract", ["v2", "v1"])
+def test_every_simulated_event_passes_the_bonusd_decoder(tmp_path: Path, contract: str) -> None:
+    """The simulator speaks contract v2 (or v1) exactly: nothing it sends is dead-lettered."""
     config = FloorConfig(egms=60, tables=4, members=300)
-    events = _events(config, hours=2.0)
+    floor = _floor(config)
+    span = dt.timedelta(hours=2)
+    chosen = contract_of(contract)
+    events = list(generate_events(floor, seed=42, start=START, duration=span, contract=chosen))
     decoder = TelemetryDecoder(
         prefix="bonusd",
         site="sim",

@@ -115,12 +115,13 @@ def test_events_go_out_when_the_shared_clock_reaches_them(
     span = dt.timedelta(minutes=3)
     events = list(generate_events(floor, seed=2, start=START, duration=span))[:400]
     prefix = f"test-{uuid.uuid4().hex}"
-    arrived: dict[str, float] = {}
+    arrived: dict[tuple[str, str, int], float] = {}  # (topic, epoch, seq): an event's identity
     done = threading.Event()
     subscribed = threading.Event()
 
     def on_message(_c: Any, _u: Any, msg: Any) -> None:
-        arrived[json.loads(msg.payload)["id"]] = time.time()
+        body = json.loads(msg.payload)
+        arrived[msg.topic, body["epoch"], body["seq"]] = time.time()
         if len(arrived) >= len(events):
             done.set()
 
@@ -144,7 +145,9 @@ def test_events_go_out_when_the_shared_clock_reaches_them(
         pacer.close()
     state = pacer.state
     for e in events:  # on the shared clock, nothing arrived before its time
-        assert state.sim_ms(arrived[str(e.payload["id"])]) >= e.t_ms
+        topic = f"{prefix}/{site}/{e.kind}/{e.device}/events"
+        identity = (topic, str(e.payload["epoch"]), int(e.payload["seq"]))
+        assert state.sim_ms(arrived[identity]) >= e.t_ms
 
 
 def test_the_command_line_runs_on_the_shared_clock(

@@ -202,3 +202,14 @@ def test_the_command_line_takes_a_named_floor_or_counts(tmp_path: Path) -> None:
     both = simulators("dump", "--floor", "ci", "--egms", "5", "--out", "-")
     assert both.returncode != 0
     assert "either --floor or --egms" in both.stderr
+    # contract v2 by default (epoch = the run id), v1 (ids) on request, nothing else
+    assert '"epoch":"cli","seq":1,' in dumped.stdout
+    v1 = simulators(
+        "dump", "--egms", "20", "--tables", "2", "--members", "100", "--duration", "10m",
+        "--run-id", "cli", "--contract", "v1", "--out", "-",
+    )  # fmt: skip
+    assert v1.returncode == 0, v1.stderr
+    assert '{"id":"cli-' in v1.stdout and '"epoch"' not in v1.stdout
+    v3 = simulators("dump", "--egms", "5", "--duration", "1m", "--contract", "v3", "--out", "-")
+    assert v3.returncode != 0
+    assert "v1 or v2" in v3.stderr

@@ -78,7 +78,8 @@ def _ms(ts: str | int) -> int:
 
 
 def _key(e: SimEvent) -> tuple[object, ...]:
-    fields = tuple(sorted((k, v) for k, v in e.payload.items() if k != "id"))
+    # the run ids (the stems of epochs and ids) differ; each device's seqs must not
+    fields = tuple(sorted((k, v) for k, v in e.payload.items() if k not in ("id", "epoch")))
     return (e.t_ms, e.device, e.payload["type"], fields)
 
 
@@ -94,6 +95,16 @@ def test_folding_the_game_stream_gives_the_play_stream(
     )
     assert sum(e.payload["type"] == "play" for e in plays) > 1000
     assert not any(e.payload["type"] == "game" for e in plays)
+    assert len({(e.device, e.payload["epoch"], e.payload["seq"]) for e in folded}) == len(folded)
+
+
+def test_folding_a_v1_stream_names_each_play_after_its_first_game() -> None:
+    span = dt.timedelta(hours=2)
+    games = generate_events(_floor(), seed=4, start=START, duration=span, contract="v1")
+    folded = list(fold_stream(games, _cuts()))
+    plays = [e for e in folded if e.payload["type"] == "play"]
+    assert plays and all(str(e.payload["id"]).endswith("-play") for e in plays)
+    assert all("epoch" not in e.payload for e in folded)
     assert len({e.payload["id"] for e in folded}) == len(folded)
 
 
