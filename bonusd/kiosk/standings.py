@@ -38,38 +38,12 @@ from bonusd.kiosk.playerview import (
 from bonusd.promotions import (
     Channel,
     Draw,
-    MemberWindowStats,
     Promotion,
     Side,
-    SideStats,
     standing,
 )
-from bonusd.promotions.store import STAT_FIELDS, PromotionStore
+from bonusd.promotions.store import STAT_FIELDS, PromotionStore, stats_of
 from bonusd.registry.records import Member
-
-
-def _instant_ms(raw: str | None) -> dt.datetime | None:
-    return dt.datetime.fromtimestamp(int(raw) / 1000, dt.UTC) if raw else None
-
-
-def window_stats(values: dict[str, str | None], since: dt.date | None) -> MemberWindowStats:
-    """One member's window totals from the `STAT_FIELDS` values (None: no play counted),
-    as `PromotionStore.window_stats` builds them."""
-
-    def side(name: str) -> SideStats:
-        return SideStats(
-            points=int(values[f"{name}_points"] or 0),
-            visits=int(values[f"{name}_visits"] or 0),
-            plays=int(values[f"{name}_plays"] or 0),
-            reached_at=_instant_ms(values[f"{name}_reached"]),
-        )
-
-    return MemberWindowStats(
-        slots=side("slots"),
-        tables=side("tables"),
-        visits=int(values["visits"] or 0),
-        telemetry_since=since,
-    )
 
 
 def board_sides(draw: Draw) -> tuple[Side, ...]:
@@ -135,7 +109,7 @@ async def read_facts(
                 promotion,
                 draw,
                 member,
-                window_stats(values, since),
+                stats_of(values, since),
                 activated=activation is not None,
                 on_date=draw.date,
                 explain=False,

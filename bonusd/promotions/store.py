@@ -70,7 +70,10 @@ STAT_FIELDS = (
 _BULK = 2_000  # above this many cards, read whole hashes instead of HMGET
 
 
-def _stats(totals: dict[str, str | None], since: dt.date | None) -> MemberWindowStats:
+def stats_of(totals: dict[str, str | None], since: dt.date | None) -> MemberWindowStats:
+    """One member's window totals from its `STAT_FIELDS` values (None: no play counted);
+    `since`: the first gaming day of telemetry."""
+
     def side(name: str) -> SideStats:
         return SideStats(
             points=int(totals[f"{name}_points"] or 0),
@@ -137,7 +140,9 @@ class PromotionStore:
                     pipe.hgetall(self.keys.window_field(promotion.id, draw.id, name))
                 maps: list[dict[str, str]] = await pipe.execute()
             return [
-                _stats({n: m.get(card) for n, m in zip(STAT_FIELDS, maps, strict=True)}, since_day)
+                stats_of(
+                    {n: m.get(card) for n, m in zip(STAT_FIELDS, maps, strict=True)}, since_day
+                )
                 for card in cards
             ]
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -145,7 +150,7 @@ class PromotionStore:
                 pipe.hmget(self.keys.window_field(promotion.id, draw.id, name), list(cards))
             columns: list[list[str | None]] = await pipe.execute()
         return [
-            _stats(
+            stats_of(
                 {name: col[n] for name, col in zip(STAT_FIELDS, columns, strict=True)}, since_day
             )
             for n in range(len(cards))

@@ -260,7 +260,7 @@ def test_a_missing_key_file_is_made_once_0600_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "keys" / "receipt-key"
-    with caplog.at_level(logging.WARNING, logger="bonusd.kiosk.receiptkey"):
+    with caplog.at_level(logging.WARNING, logger="bonusd.infra.keyfile"):
         key = load_receipt_key(path)
     assert (path.stat().st_mode & 0o777) == 0o600 and len(key) == 32
     assert "created a new receipt key" in caplog.text
