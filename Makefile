@@ -113,6 +113,15 @@ soak: setup
 	@scripts/ensure-services.sh --with-test-tools
 	@$(PY) loadtests/soak.py $(SOAK_ARGS)
 
+## A week on the 10,000-EGM floor compressed on the shared clock (~35 minutes): the Festa
+## Fortuna campaign's draws and jackpots every day, the retention sweeper; Redis memory
+## by simulated day and key family, bytes retained per event, daemon RSS
+## (docs/loadtests.md, "A week on the floor").
+.PHONY: soak-week
+soak-week: setup
+	@scripts/ensure-services.sh --with-test-tools
+	@$(PY) loadtests/soak.py --week $(SOAK_ARGS)
+
 clean:
 	@scripts/ensure-services.sh stop || true
 	rm -rf .run .pytest_cache .mypy_cache .ruff_cache

@@ -66,11 +66,25 @@ class Settings(BaseSettings):
     push_ping_s: int = Field(default=10, ge=1, le=300)
     push_handshake_s: float = Field(default=10.0, gt=0, le=300)
     push_deflate: bool = False  # per-message compression (docs/benchmarks.md, "Push")
-    # the RAPS floor mirror (docs/draws.md, "The RAPS floor mirror"): while the site has RAPS
-    # sessions, every daemon brings its copy of floor-row up to date this often, so a pick
+    # the RAPS floor mirror (docs/draws.md, "The RAPS floor mirror"): around each RAPS
+    # session, every daemon brings its copy of floor-row up to date this often, so a pick
     # reads a fraction of a second of changes; 0: only when a pick asks (it then reads all
     # changes since the last)
     raps_floor_sync_s: float = Field(default=0.25, ge=0, le=60.0)
+    # ... only from this long (daemon clock) before a session's first jackpot until its
+    # claims have settled; outside that window its memory is freed (a pick still reads it)
+    raps_floor_lead_s: float = Field(default=600.0, ge=0, le=86_400.0)
+    # within that window, from 10 s before each jackpot's time until a minute after it,
+    # this often instead, so the pick's own sync carries a twentieth of a second of changes
+    raps_floor_near_sync_s: float = Field(default=0.05, gt=0, le=60.0)
+    # the desks' caches, each per runner, least recently used dropped first (docs/settings.md,
+    # "Memory"): books of draws or RAPS sessions, pool files, RAPS floor snapshots (as large
+    # as the floor each), random jackpot timetables; what is dropped is read again
+    desk_books: int = Field(default=16, ge=1, le=10_000)
+    desk_pools: int = Field(default=64, ge=1, le=100_000)
+    desk_floor_snapshots: int = Field(default=16, ge=1, le=10_000)
+    desk_timetables: int = Field(default=64, ge=1, le=100_000)
+    desk_idle_s: float = Field(default=7200.0, gt=0, le=30 * 86_400)  # books, pool files
     # leader election (docs/leader.md): the leader renews its lease every RENEW_S and
     # steps down before TTL_S runs out; a standby polls every POLL_S, so it takes over
     # within TTL_S + POLL_S of the leader's death (6 s with these defaults)

@@ -20,7 +20,10 @@ pool file; a bare GET of that file is its baseline.
 RAPS: `RapsRunner.run_jackpot` among `--actives` players put on the floor through the real
 ingest store (`FloorStore.apply_batch`), timed from the trigger to the pool, pick and
 claim records committed with the floor snapshot and pool file archived; both paths in
-turn, each after the same churn. Seeds: opening one sealed seed beside opening a plain
+turn, each after the same churn. Goal: the pick's p99 within 10x the p99 of a bare
+PING of the same run. Where its time goes (`drawphases.py`): the mirror's sync, the
+snapshot's view, the decision, the audit commit and the rest, the pick's CPU time and
+its Redis round trips. Seeds: opening one sealed seed beside opening a plain
 one, in µs, and how many seeds a round or a pick opens (what the p50 difference of the two
 paths should be).
 
@@ -34,12 +37,14 @@ import argparse
 import asyncio
 import dataclasses
 import datetime as dt
+import gc
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
 import redis.asyncio as aioredis
+from drawphases import PickParts, watched
 from drawreport import Timings, report
 from drawsetup import (
     PID,
@@ -179,6 +184,7 @@ class RapsPath:
     desk: RapsRunner
     layout: list[FloorEvent]
     out: Timings
+    parts: PickParts = dataclasses.field(default_factory=PickParts)
 
 
 async def _raps_path(
@@ -217,9 +223,12 @@ async def _raps_pick(
     await play_on(r, keys, path.layout, at, n=churn, seed=number)
     out["ping"].append(await _ping(r))
     before = _opened(path.site.seal)
-    t0 = time.perf_counter()
-    records = await path.desk.run_jackpot(PID, session.id, number)
-    out["pick"].append(time.perf_counter() - t0)
+    with watched(path.parts) as parts:
+        t0 = time.perf_counter()
+        parts.start()
+        records = await path.desk.run_jackpot(PID, session.id, number)
+        parts.end()
+        out["pick"].append(time.perf_counter() - t0)
     out["opened"].append(_opened(path.site.seal) - before)
     kinds = [rec.kind for rec in records]
     if kinds.count("pick") != 1 or kinds.count("claim") != 1:
@@ -241,9 +250,13 @@ async def bench_raps(
     session = sites[0].promotion.jackpot_sessions[0]
     at = dt.datetime.combine(session.date, jackpot_instant(args.runs), sites[0].promotion.zone)
     paths = [await _raps_path(r, site, at, args) for site in sites]
+    gc.collect()
+    gc.freeze()  # as the daemon does once started (bonusd/service/root.py)
     for number in track(range(1, args.runs + 1), description="RAPS picks, sealed and plain"):
         for path in paths:
             await _raps_pick(r, path, number, at, args.churn)
+    for path in paths:
+        path.out |= {f"part:{label}": got for label, got in path.parts.parts.items()}
     return {path.site.label: path.out for path in paths}
 
 
@@ -266,9 +279,11 @@ def _options() -> argparse.Namespace:
     parser.add_argument(
         "--churn",
         type=int,
-        default=400,
-        help="players whose rows change between two RAPS picks (a quarter second at a "
-        "Saturday peak: what the mirror's sync carries)",
+        default=80,
+        help="players whose rows change between two RAPS picks: what the pick's own sync "
+        "carries (80: a twentieth of a second of a 10,000-EGM Saturday peak, the mirror's "
+        "interval around a jackpot, BONUSD_RAPS_FLOOR_NEAR_SYNC_S; 400: its regular "
+        "quarter second)",
     )
     parser.add_argument("--redis-url", default=Settings().redis_url)
     return parser.parse_args()

@@ -13,6 +13,7 @@ from drawsetup import WINNERS
 from rich.table import Table
 
 GOAL_MS = 1.0  # sealing may add at most this much to a draw round's or a RAPS pick's p99
+PICK_GOAL = 10.0  # a RAPS pick's p99 within this many times a bare PING's p99
 Timings = dict[str, list[float]]  # one path's samples by figure, in seconds (or counts)
 
 
@@ -90,11 +91,32 @@ def _raps_rows(
     _paired(table, "RAPS pick", "pick", raps, per_seed)
     for label, got in (("sealed", sealed), ("plain", plain)):
         table.add_row(f"RAPS pick, {label}, slowest (ms)", f"{max(got['pick']) * 1000:.1f}")
+    ratio = pct(sealed["pick"], 99) / pct(sealed["ping"], 99)
+    table.add_row(
+        "RAPS pick, sealed: p99 / PING p99",
+        f"{ratio:.1f}x",
+        f"goal: within {PICK_GOAL:g}x",
+        "met" if ratio <= PICK_GOAL else "NOT met",
+    )
     for q in (50, 99):
         snap = f"{pct(sealed['snapshot'], q):.1f}"
-        table.add_row(f"  of which floor snapshot alone (sealed path) p{q} (ms)", snap)
+        table.add_row(f"  floor snapshot alone, after more churn (sealed) p{q} (ms)", snap)
+    _part_rows(table, sealed)
     full = f"{sealed['full_read'][0] * 1000:.1f}"
     table.add_row("floor mirror's first (whole) read, once at start (ms)", full)
+
+
+def _part_rows(table: Table, sealed: Timings) -> None:
+    """Where a sealed pick's time goes: each part's p50 and p99 (ms), its CPU time and
+    its Redis round trips."""
+    for key, got in sealed.items():
+        if not key.startswith("part:"):
+            continue
+        label = key.removeprefix("part:")
+        if label == "round trips":
+            table.add_row("  Redis round trips per pick", f"{statistics.median(got):.0f}")
+            continue
+        table.add_row(f"  {label}, p50 / p99 (ms)", f"{pct(got, 50):.2f} / {pct(got, 99):.2f}")
 
 
 def report(

@@ -150,10 +150,12 @@ class DayAnchor:
         """The trail's digest records, oldest first."""
         return await self.audit.ledger(DIGEST_SUBJECT)
 
-    async def due(self) -> list[dt.date]:
-        """The finished days not anchored yet (at most `MAX_DAYS_PER_PASS`)."""
+    async def due(self, recorded: list[AuditRecord] | None = None) -> list[dt.date]:
+        """The finished days not anchored yet (at most `MAX_DAYS_PER_PASS`), after the
+        digest records `recorded` (read now when not given)."""
         target = last_finished_day(self.calendar, self.clock.now())
-        recorded = await self.recorded()
+        if recorded is None:
+            recorded = await self.recorded()
         if recorded:
             first = digested_day(recorded[-1]) + dt.timedelta(days=1)
         else:
@@ -168,11 +170,12 @@ class DayAnchor:
         """Anchor every day `due`: write its file, then record it in the trail. A file
         the folder refuses is logged (ERROR) and the day recorded all the same; an
         `OSError` (the folder unwritable) stops the pass before the day is recorded."""
-        days = await self.due()
+        recorded = await self.recorded()  # one read decides the days and the ledger's length
+        days = await self.due(recorded)
         if not days:
             return []
         records = await self.audit.records()
-        expect = len(await self.recorded())
+        expect = len(recorded)
         out: list[Anchored] = []
         for day in days:
             digest = day_digest(records, site=self.site, day=day, calendar=self.calendar)

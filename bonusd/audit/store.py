@@ -5,9 +5,10 @@ transaction (WATCH / MULTI / EXEC): two daemons, or two tasks, appending at once
 land, one after the other, never on the same link.
 
 Draws and RAPS sessions also keep their own records in a *ledger* (`ledger:{subject}`),
-written in the same transaction as the chain: a draw's state is rebuilt by replaying its
-ledger, and `commit` refuses (`StaleLedger`) when the ledger grew since the caller read
-it, so two writers can never both act on the same claim or pick.
+written in the same atomic script call as the chain (`lua/audit_commit.lua`, with the
+step's own writes): a draw's state is rebuilt by replaying its ledger, and `commit`
+refuses (`StaleLedger`) when the ledger grew since the caller read it, so two writers can
+never both act on the same claim or pick.
 
 Records are kept as canonical JSON in a list (`audit`), so `bonusd audit verify` can
 re-check every link and `bonusd audit export` writes them out as JSON
@@ -19,7 +20,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from importlib import resources
+from typing import cast
 
 import redis.exceptions
 from redis.asyncio import Redis
@@ -35,6 +37,7 @@ from bonusd.audit.chain import (
     utc_text,
     verify_chain,
 )
+from bonusd.audit.writes import StepWrites
 from bonusd.errors import BonusdError, ConflictError
 from bonusd.infra.keys import Keys
 
@@ -45,8 +48,8 @@ class StaleLedger(BonusdError):
     """Someone else wrote to this draw first; reload it and decide again."""
 
 
-Extra = Callable[[Any], None]
-"""Adds further commands to the MULTI of a commit (e.g. state indexes), pipeline given."""
+Extra = Callable[[StepWrites], None]
+"""Adds the step's own writes to a commit (e.g. state indexes, archived files)."""
 
 
 def _not_older(entries: Sequence[Entry], head: AuditRecord | None) -> None:
@@ -67,6 +70,8 @@ class AuditStore:
         self._keys = keys
         self._list = keys.audit
         self._notify = keys.notify  # the live push listens here (bonusd.push.hub)
+        text = resources.files("bonusd").joinpath("lua", "audit_commit.lua").read_text("utf-8")
+        self._commit = redis.register_script(text)
 
     def ledger_key(self, subject: str) -> str:
         return self._keys.ledger(subject)
@@ -85,41 +90,50 @@ class AuditStore:
         extra: Extra | None = None,
     ) -> list[AuditRecord]:
         """Append `entries` to the chain and to the subject's ledger, atomically, provided
-        the ledger still holds `expect` records; else `StaleLedger`."""
+        the ledger still holds `expect` records; else `StaleLedger`. `extra` adds the
+        step's own writes (`StepWrites`), made in the same atomic call.
+
+        Two round trips: the ledger's length and the chain's head read together (with the
+        step's content-addressed files, written ahead: `StepWrites`), then one script call
+        (`lua/audit_commit.lua`) that appends only if neither changed. When another record
+        landed on the chain meanwhile, the script answers with the new head and the same
+        entries are chained to it again (the ledger did not change: the decision stands)."""
         ledger = self.ledger_key(subject)
+        writes = StepWrites()
+        if extra is not None:
+            extra(writes)
+        write_keys, write_args = writes.encoded(first_key=3)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.llen(ledger)
+            pipe.lindex(self._list, -1)
+            for name, field, value in writes.files:  # content-addressed: written ahead
+                if field is None:
+                    pipe.set(name, value, nx=True)
+                else:
+                    pipe.hsetnx(name, field, value)
+            length, raw, *_ = await pipe.execute()
+        if length != expect:
+            raise StaleLedger(f"{subject} changed meanwhile; reload and retry")
         while True:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                try:
-                    await pipe.watch(self._list, ledger)
-                    if await pipe.llen(ledger) != expect:
-                        raise StaleLedger(f"{subject} changed meanwhile; reload and retry")
-                    raw = cast(str | None, await pipe.lindex(self._list, -1))
-                    last = from_jsonl(raw)[0] if raw else None
-                    _not_older(entries, last)
-                    out: list[AuditRecord] = []
-                    for entry in entries:
-                        last = next_record(
-                            last,
-                            at=entry.at,
-                            actor=entry.actor,
-                            kind=entry.kind,
-                            payload=entry.payload,
-                        )
-                        out.append(last)
-                    pipe.multi()  # type: ignore[no-untyped-call]
-                    if out:
-                        rows = [r.to_json() for r in out]
-                        pipe.rpush(self._list, *rows)
-                        pipe.rpush(ledger, *rows)
-                    if extra is not None:
-                        extra(pipe)
-                    await pipe.execute()
-                    # after EXEC, not inside it: Redis Cluster refuses PUBLISH in a MULTI
-                    if out:
-                        await self._redis.publish(self._notify, subject)
-                    return out
-                except redis.exceptions.WatchError:
-                    logger.debug("audit commit raced; retrying on the new head")
+            last = from_jsonl(raw)[0] if raw else None
+            _not_older(entries, last)
+            out: list[AuditRecord] = []
+            for entry in entries:
+                last = next_record(
+                    last, at=entry.at, actor=entry.actor, kind=entry.kind, payload=entry.payload
+                )
+                out.append(last)
+            rows = [r.to_json() for r in out]
+            reply = await self._commit(
+                keys=[self._list, ledger, *write_keys],
+                args=[expect, raw or "", len(rows), *rows, self._notify, subject, *write_args],
+            )
+            if reply[0] == 1:
+                return out
+            if reply[1] == "ledger":
+                raise StaleLedger(f"{subject} changed meanwhile; reload and retry")
+            raw = reply[2]
+            logger.debug("audit commit raced; chaining to the new head")
 
     async def append(
         self, *, at: dt.datetime, actor: str, kind: Kind, payload: dict[str, Json]

@@ -27,6 +27,7 @@ from bonusd.errors import AuditFormatError, NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import redis_client
 from bonusd.promotions import Promotion, load_promotion, load_promotions
+from bonusd.raps.floorarchive import archived_floor
 from bonusd.raps.plan import rules_of
 from bonusd.raps.snapshot import check_floor
 from bonusd.settings import Settings
@@ -59,9 +60,9 @@ async def live_floors(settings: Settings, records: list[AuditRecord]) -> Floors:
         out: Floors = {}
         for rec in _floor_records(records):
             payload = rec.payload
-            raw = await redis.hget(keys.raps_floor(payload["draw_id"]), str(payload["round"]))
+            raw = await archived_floor(redis, keys, payload["draw_id"], payload["round"])
             if raw is not None:
-                out[floor_name(payload)] = cast(str, raw).encode()
+                out[floor_name(payload)] = raw.encode()
         return out
     finally:
         await redis.aclose()

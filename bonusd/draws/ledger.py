@@ -2,17 +2,22 @@
 cached and brought up to date from their ledgers, and the step: load a book, run a pure
 command on it, commit its entries against the ledger length it read (with the book's
 next deadline in the `deadlines` index), and retry from a fresh book when another writer
-got there first. Also the check that refuses picks of members excluded since the pool
-froze, and the load that refuses a step when a committed seed is not in Redis as
-committed (`draws/seeds.py`), recording the refusal once."""
+got there first. The caches are bounded (`CacheBounds`, least recently used dropped
+first): a dropped book is rebuilt from its ledger on its next use, and a subject's lock
+lives only while some task holds or awaits it. Also the check that refuses picks of
+members excluded since the pool froze, and the load that refuses a step when a committed
+seed is not in Redis as committed (`draws/seeds.py`), recording the refusal once."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import weakref
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
+from cachetools import TTLCache
 from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Entry, Kind
@@ -89,6 +94,25 @@ class ExcludedSincePool(Exception):
         self.picks = picks
 
 
+@dataclass(frozen=True)
+class CacheBounds:
+    """How many entries each of a runner's caches keeps (`BONUSD_DESK_*` settings): books
+    (draws or RAPS sessions), pool files, RAPS floor snapshots, random jackpot timetables.
+    The defaults hold what a busy night needs: a campaign's draws (Golden Horse: 4 and a
+    Final) or a night's RAPS sessions, each session's 14 jackpots with a few retries.
+    Books and pool files also go once unused for `idle_s` of the daemon's clock, so a
+    finished night's (its pools, the floors of its open jackpots) does not stay for days."""
+
+    books: int = 16
+    pools: int = 64
+    floors: int = 16
+    timetables: int = 64
+    idle_s: float = 7200.0  # a book or pool file unused this long (daemon clock) is dropped
+
+
+DESK_CACHES = CacheBounds()  # the defaults (the daemon passes its settings')
+
+
 class LedgerRunner(Generic[B]):
     """The part of a runner that does not depend on what its books hold."""
 
@@ -96,19 +120,39 @@ class LedgerRunner(Generic[B]):
     clock: Clock  # set by each runner
 
     def __init__(
-        self, *, redis: Redis, keys: Keys, audit: AuditStore, on_deadline_change: Callable[[], None]
+        self,
+        redis: Redis,
+        keys: Keys,
+        audit: AuditStore,
+        *,
+        on_deadline_change: Callable[[], None],
+        bounds: CacheBounds,
     ) -> None:
         self.redis, self.keys, self.audit = redis, keys, audit
         self._deadline_changed = on_deadline_change
-        self._books: dict[str, B] = {}
-        self._locks: dict[str, asyncio.Lock] = {}  # subject -> held while its book changes
+        self.bounds = bounds
+        self._books: TTLCache[str, B] = TTLCache(bounds.books, bounds.idle_s, self._now)
+        # subject -> held while its book changes; kept only while a task holds or awaits it
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def _now(self) -> float:
+        """The daemon's clock as seconds, for the caches' idle times."""
+        return self.clock.now().timestamp()
 
     @property
     def deadlines(self) -> str:
         return self.keys.deadlines
 
+    def cached(self, subject: str) -> B | None:
+        """The subject's book if the cache holds one (as of its last load: no Redis read)."""
+        return self._books.get(subject)
+
     def _lock(self, subject: str) -> asyncio.Lock:
-        return self._locks.setdefault(subject, asyncio.Lock())
+        """The subject's lock: the same object for every task while any holds it."""
+        lock = self._locks.get(subject)
+        if lock is None:
+            lock = self._locks[subject] = asyncio.Lock()
+        return lock
 
     async def _refresh(
         self,
@@ -118,7 +162,10 @@ class LedgerRunner(Generic[B]):
         same: Callable[[B], bool] = lambda _: True,
     ) -> B:
         """The cached book of `subject`, brought up to its ledger by `replay`; a new one
-        (`fresh`) when there is none, it is ahead of the ledger or not the `same` plan."""
+        (`fresh`) when there is none, it is ahead of the ledger or not the `same` plan. The
+        caller (holding the subject's lock) keeps the book it gets even if the cache drops
+        it meanwhile: a step's uncommitted changes are never lost to an eviction, only the
+        cache entry, and the next load replays the ledger into a fresh book."""
         book = self._books.get(subject)
         length = await self.redis.llen(self.audit.ledger_key(subject))
         if book is None or book.version > length or not same(book):

@@ -8,7 +8,8 @@ pure command on it, and commits the entries against the ledger length it read, t
 with the deadline index. A lost race (`StaleLedger`) reloads and decides again; so two
 daemons, or the scheduler and the desk, can never both announce the same pick. Within one
 daemon the cached book is shared by every task, so each draw has a lock: a load and a
-step hold it, and no task replays a record twice or sees changes not committed.
+step hold it, and no task replays a record twice or sees changes not committed. The
+caches are bounded (`CacheBounds`): what they drop is read again on its next use.
 
 Reading never writes: `book`, `ticket_list`, `letter` and `verify` read what the ledger
 holds and say what is missing. The entry bin is closed (`close_bin`) only by the scheduler
@@ -24,17 +25,19 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
+from cachetools import TTLCache
 from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
 from bonusd.audit.store import AuditStore
+from bonusd.audit.writes import StepWrites
 from bonusd.clocks.clock import Clock
 from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, subject_of
 from bonusd.draws.changerunner import ChangeCommands
 from bonusd.draws.claims import Actor, ClaimError, Prize
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource
-from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner
+from bonusd.draws.ledger import DESK_CACHES, CacheBounds, ExcludedSincePool, LedgerRunner
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import DrawError, RoundKey, TicketList
 from bonusd.draws.seal import SeedSeal
@@ -66,11 +69,12 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
         seed_source: SeedSource = secrets.token_bytes,
         on_deadline_change: Callable[[], None] = lambda: None,
         on_records: Callable[[str, list[AuditRecord]], Awaitable[None]] | None = None,
+        bounds: CacheBounds = DESK_CACHES,
     ) -> None:
-        super().__init__(redis=redis, keys=keys, audit=audit, on_deadline_change=on_deadline_change)
+        super().__init__(redis, keys, audit, on_deadline_change=on_deadline_change, bounds=bounds)
         self.promotions, self.clock = promotions, clock
         self.seeds = SeedVault(redis, seal, seed_source)
-        self._pools: dict[str, Pool] = {}
+        self._pools: TTLCache[str, Pool] = TTLCache(bounds.pools, bounds.idle_s, self._now)
         self._on_records = on_records
 
     # -- plans ------------------------------------------------------------------------------
@@ -97,15 +101,14 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
 
     # -- loading ----------------------------------------------------------------------------
     async def pool_file(self, commitment: str) -> Pool:
-        if commitment not in self._pools:
+        """The pool file (cached; read from Redis when the cache has dropped it)."""
+        pool = self._pools.get(commitment)
+        if pool is None:
             raw = await self.redis.get(self.keys.poolfile(commitment))
             if raw is None:
                 raise DrawError(f"pool file {commitment[:12]}… is missing from Redis")
-            self._pools[commitment] = parse_pool(cast(str, raw).encode())
-        return self._pools[commitment]
-
-    def cached_pool(self, commitment: str) -> Pool:  # read by `pool_file` or frozen here
-        return self._pools[commitment]
+            pool = self._pools[commitment] = parse_pool(cast(str, raw).encode())
+        return pool
 
     def remember_pool(self, pool: Pool) -> None:
         self._pools[pool.commitment] = pool
@@ -122,12 +125,11 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
         names = {k: self.keys.seed(plan.subject, k[0], str(k[1])) for k in plan.keys}
 
         async def replay(book: DrawBook, records: list[AuditRecord]) -> None:
-            for rec in records:
-                if rec.kind == Kind.POOL:
-                    await self.pool_file(rec.payload["pool_commitment"])
+            found = [r.payload["pool_commitment"] for r in records if r.kind == Kind.POOL]
+            pools = {c: await self.pool_file(c) for c in found}  # held: the cache may drop some
             seeds = await draw_seeds(self.seeds, book, names, records)
             for rec in records:
-                book.apply(rec, seeds=seeds, pools=self.cached_pool)
+                book.apply(rec, seeds=seeds, pools=pools.__getitem__)
 
         refresh = self._refresh(
             plan.subject, lambda: DrawBook(plan), replay, lambda b: b.plan == plan
@@ -221,9 +223,9 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
             pools[:] = frozen
             return out
 
-        def archive(pipe: Any) -> None:
+        def archive(writes: StepWrites) -> None:
             for pool in pools:
-                pipe.set(self.keys.poolfile(pool.commitment), pool.serialise(), nx=True)
+                writes.file(self.keys.poolfile(pool.commitment), pool.serialise())
 
         records = await self.step(promotion_id, draw_id, command, extra=archive)
         for pool in pools:

@@ -1,5 +1,6 @@
 """Redis key layout. Every key of a site carries the site as its hash tag, `{site}`, so one
 casino's atomic scripts run on one Redis Cluster shard while a group's casinos spread out.
+What each family grows with, and what bounds it: docs/architecture.md, "Redis layout".
 
     {prefix}:{site}:member:{card}          hash   member record (import)
     {prefix}:{site}:members                set    registered cards
@@ -66,7 +67,7 @@ data already in Redis) are explained here, where they are defined:
     multipliers-active                     set    multiplier windows open now
     seed:{subject}:{tombola}:{round}       string a round's seed (draws, raps)
     poolfile:{commitment}                  string an archived pool file
-    rapsfloor:{jackpot}                    hash   attempt -> the archived floor snapshot
+    rapsfloor:{jackpot}                    hash   file:{sha256} -> a snapshot; attempt -> its name
     letters, deadlines                     hash, zset  prize letters; claim deadlines
     fired:{instant}:{action}:{ids}         string a timed action's once-marker (service)
     leader, leader:token, leader:fired-by  string, string, hash  the lease (infra)
@@ -89,7 +90,7 @@ FAMILIES = (
     "deadlines", "letters", "clock", "multipliers-active", "notify", "floor-row", "leader",
     "rate", "pwd", "floor-row-seq", "floor-row-log", "floor-row-low", "rules", "devseq",
     "usage", "staff", "staff-numbers", "staff-sessions", "pairing", "pairings", "pairing-code",
-    "online", "layout",
+    "online", "layout", "kiosk-visit", "receipts", "lockout",
 )  # fmt: skip
 
 

@@ -6,7 +6,19 @@
 --                          removed)
 --   floor-row-low  string  changes up to this seq may be trimmed from the log: a mirror
 --                          older than it reads floor-row whole
-local FLOOR_LOG_KEEP = 100000  -- calls; the log holds each card once, so it stays small
+-- The horizon: changes older than the last FLOOR_LOG_KEEP calls are trimmed (every 1,000
+-- calls), and a mirror older than that reads floor-row whole (55 ms at 10,000 rows, measured).
+-- A following mirror syncs every 0.25 s, so it needs a fraction of a second of the log;
+-- the horizon lets one that fell behind (a stalled loop, a Redis blip) still catch up by
+-- a delta for about a minute of the busiest floor. At a 10,000-EGM Saturday peak (1,363
+-- events/s) the ingest made 441 logged calls/s (3.1 events per call;
+-- `loadtests/bench_rowlog.py`, docs/draws.md), so 40,000 calls are 91 s of the peak
+-- (29 s even if every event were a call of its own), and hours of a quiet floor. Longer
+-- buys nothing: after a minute of the peak every card has changed, and a delta costs what
+-- a full read does. The log holds each card once: its size is the cards changed within
+-- the horizon (at that peak the whole floor, 10,000 cards in 988 KB, beside floor-row's
+-- 1.25 MB), at most the floor and the cards that left it within the horizon.
+local FLOOR_LOG_KEEP = 40000
 local function log_floor_rows(base, changed)
   if next(changed) == nil then return end
   local seq = redis.call('INCR', base .. 'floor-row-seq')

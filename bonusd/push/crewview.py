@@ -160,7 +160,7 @@ def _raps_alert(
     claim = book.claims[cid]
     number = book.claim_jackpot[cid]
     st = book.jackpot(number)
-    seat = _seat(st, claim.card)
+    seat = int(claim.seat) if claim.seat.isdigit() else None  # where it was picked (tables)
     state, name = str(claim.state), inp.names.get(claim.card, "")
     is_open = state in OPEN_RAPS
     endpoints: dict[str, str] = {}
@@ -206,16 +206,6 @@ def _raps_alert(
         "outcome": "won" if claim.won else ("reselected" if state == "reselected" else None),
     }
     return is_open, deadline, since, changed, row
-
-
-def _seat(st: JackpotState, card: str) -> int | None:
-    if st.floor is None:
-        return None
-    try:
-        seat = st.floor.place(card).get("seat", "")
-    except KeyError:  # picked on an earlier attempt's floor
-        return None
-    return int(seat) if seat.isdigit() else None
 
 
 # -- the PA text (bonusd.notices.announcements owns the words) ------------------------------------

@@ -191,6 +191,7 @@ class RapsBook:
             alerted_at=at,
             actor=actor,
             claim_time=dt.timedelta(seconds=self.plan.session.claim_seconds),
+            seat=where["seat"],
         )
         self.claims[claim_id] = claim
         self.claim_jackpot[claim_id] = number
@@ -243,6 +244,7 @@ class RapsBook:
         if st.revealed or st.jackpot is None or not self.settled(number):
             raise RapsError(f"jackpot {st.jackpot_id}: its seed cannot be revealed now")
         st.revealed = True
+        st.floor = None  # settled: its claims hold their places; the archive keeps the rest
         return evidence.seed_payload(
             st.jackpot_id, (RAPS_TOMBOLA, st.attempt), st.jackpot.reveal_seed()
         )
@@ -306,6 +308,10 @@ class RapsBook:
         if st.attempt == 0:
             return True
         return st.retry_at is not None and at >= st.retry_at
+
+    def ready(self, number: int, at: dt.datetime) -> bool:
+        """Every seed committed and jackpot `number` to run now (`selectable`)."""
+        return all(st.seed for st in self.jackpots.values()) and self.selectable(number, at)
 
     def select(
         self, number: int, floor: FloorSnapshot, actor: Actor, at: dt.datetime

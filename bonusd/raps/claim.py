@@ -110,10 +110,11 @@ class RapsClaim(Machine):
         alerted_at: dt.datetime,
         actor: Actor,
         claim_time: dt.timedelta = CLAIM_TIME,
+        seat: str = "",
     ) -> None:
         super().__init__(f"RAPS claim {claim_id}", _R.ALERTED, actor, alerted_at)
         self.claim_id, self.jackpot_id, self.card = claim_id, jackpot_id, card
-        self.device, self.area, self.bank = device, area, bank
+        self.device, self.area, self.bank, self.seat = device, area, bank, seat  # seat: tables
         self.claim_time = claim_time
         self.deadline: dt.datetime | None = None
 

@@ -9,6 +9,7 @@ the one `rapsfloor.judge` gives on the file itself (the tests hold the two toget
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -47,6 +48,16 @@ class FloorColumns:
     def rows(self) -> int:
         return len(self.cards)
 
+    def _rows_of(self, cards: Collection[str]) -> Bools:
+        """Where `cards` are (a binary search each in card order, not a pass over all)."""
+        found = np.zeros(self.rows, dtype=np.bool_)
+        by_card = self.cards.__getitem__
+        for card in cards:
+            at = bisect.bisect_left(self.order, card, key=by_card)
+            if at < self.rows and self.cards[self.order[at]] == card:
+                found[self.order[at]] = True
+        return found
+
     def judge(
         self, at_ms: int, rules: RapsRules, previous_winners: Collection[str] = ()
     ) -> tuple[tuple[str, ...], dict[IneligibleReason, Bools]]:
@@ -64,11 +75,7 @@ class FloorColumns:
             IneligibleReason.TIER: none
             if rules.tiers is None
             else ~_among(self.tier, self.tiers, rules.tiers),
-            IneligibleReason.PREVIOUS_WINNER: np.fromiter(
-                (c in winners for c in self.cards), dtype=np.bool_, count=self.rows
-            )
-            if winners
-            else none,
+            IneligibleReason.PREVIOUS_WINNER: self._rows_of(winners) if winners else none,
         }
         ok = np.ones(self.rows, dtype=np.bool_)
         for mask in failed.values():

@@ -227,11 +227,16 @@ class FloorMirror:
             setattr(self, name, np.concatenate([col, np.zeros(more, dtype=col.dtype)]))
 
     async def follow(
-        self, stop: asyncio.Event, every_s: float, wanted: Callable[[], bool] = lambda: True
+        self,
+        stop: asyncio.Event,
+        every_s: float | Callable[[], float],
+        wanted: Callable[[], bool] = lambda: True,
     ) -> None:
-        """Sync every `every_s` seconds until `stop`, so a pick finds the mirror current,
-        while `wanted()` (a site with no RAPS session leaves the floor alone). Failures are
-        logged and retried: a pick's own sync reports them to its caller."""
+        """Sync every `every_s` seconds (or as often as it says each time, when callable)
+        until `stop`, so a pick finds the mirror current, while `wanted()` (a site with no
+        RAPS session leaves the floor alone). Failures are logged and retried: a pick's own
+        sync reports them to its caller."""
+        interval = every_s if callable(every_s) else lambda: every_s
         while not stop.is_set():
             try:
                 if wanted():
@@ -244,7 +249,7 @@ class FloorMirror:
                     logger.error("RAPS floor mirror: %s", exc)
                     self._damaged = str(exc)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), every_s)
+                await asyncio.wait_for(stop.wait(), interval())
 
     # -- the snapshot -----------------------------------------------------------------------
     async def snapshot(self, at: dt.datetime, day: str) -> FloorSnapshot:
@@ -282,3 +287,11 @@ class FloorMirror:
             tiers=self._tiers,
         )
         return FloorSnapshot(instant_ms(at), "".join(lines), checked=columns)
+
+    def release(self) -> bool:
+        """Free the copy's memory while no pick needs it soon: the next sync reads floor-row
+        whole. False, leaving it as it is, while a sync is running."""
+        if self._lock.locked():
+            return False
+        self._clear()
+        return True

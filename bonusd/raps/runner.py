@@ -22,28 +22,31 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, cast
 
+from cachetools import LRUCache
 from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
 from bonusd.audit.store import AuditStore
+from bonusd.audit.writes import StepWrites
 from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.book import SCHEDULER
 from bonusd.draws.claims import Actor, ClaimError
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource, commit_seed
-from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner
+from bonusd.draws.ledger import DESK_CACHES, CacheBounds, ExcludedSincePool, LedgerRunner
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import RoundKey
 from bonusd.draws.runner import DrawRunner
 from bonusd.draws.seal import SeedSeal
 from bonusd.draws.seeds import Committed, SeedVault
 from bonusd.draws.verify import Mismatch, Verification
-from bonusd.errors import AuditFormatError, BonusdError, ConflictError, NotFoundError
+from bonusd.errors import AuditFormatError, ConflictError, NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Action
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.timetable import promotion_timetable
 from bonusd.raps.book import RapsBook
+from bonusd.raps.floorarchive import FILE_REF, FloorArchive, archived_floor
 from bonusd.raps.mirror import FloorMirror
 from bonusd.raps.plan import SessionPlan, jackpot_number
 from bonusd.raps.rules import RapsRules
@@ -71,16 +74,23 @@ class RapsRunner(LedgerRunner[RapsBook]):
         seal: SeedSeal,
         seed_source: SeedSource = secrets.token_bytes,
         on_deadline_change: Callable[[], None] = lambda: None,
+        bounds: CacheBounds = DESK_CACHES,
     ) -> None:
-        super().__init__(redis=redis, keys=keys, audit=audit, on_deadline_change=on_deadline_change)
+        super().__init__(redis, keys, audit, on_deadline_change=on_deadline_change, bounds=bounds)
         self.promotions, self.clock, self.calendar = promotions, clock, calendar
         self.seeds = SeedVault(redis, seal, seed_source)
-        self._floors: dict[tuple[str, int], FloorSnapshot] = {}
+        self._floors = FloorArchive(redis, keys, bounds.floors)  # of the jackpots judged
         self.live_floor = FloorMirror(redis, keys)  # the floor a pick judges
-        self._random_times: dict[tuple[str, str], tuple[dt.datetime, ...]] = {}
+        self._random_times = LRUCache[tuple[str, str], tuple[dt.datetime, ...]](bounds.timetables)
         # pool files and the deadline index are the draw runner's: the same keys, one reader
         self._draws = DrawRunner(
-            redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock, seal=seal
+            redis=redis,
+            keys=keys,
+            audit=audit,
+            promotions=promotions,
+            clock=clock,
+            seal=seal,
+            bounds=bounds,
         )
 
     def plan(self, promotion_id: str, session_id: str) -> SessionPlan:
@@ -146,18 +156,6 @@ class RapsRunner(LedgerRunner[RapsBook]):
         opened = await self.seeds.committed(plan.subject, found)
         return {n: opened[names[n]] for n in want}
 
-    async def floor(self, jid: str, attempt: int) -> FloorSnapshot:
-        """The archived floor snapshot attempt `attempt` of jackpot `jid` was judged from."""
-        if (jid, attempt) not in self._floors:
-            raw = await self.redis.hget(self.keys.raps_floor(jid), str(attempt))
-            if raw is None:
-                raise BonusdError(
-                    f"the floor snapshot of {jid} attempt {attempt} is missing from Redis; "
-                    "restore it from the backup before running the session"
-                )
-            self._floors[(jid, attempt)] = FloorSnapshot.parse(cast(str, raw).encode())
-        return self._floors[(jid, attempt)]
-
     async def book(self, promotion_id: str, session_id: str) -> RapsBook:
         """The session's book, up to date with its ledger. Read it before your next await:
         a later step extends the same book."""
@@ -170,15 +168,16 @@ class RapsRunner(LedgerRunner[RapsBook]):
         plan = await self.load_plan(promotion_id, session_id, create=False)
 
         async def replay(book: RapsBook, records: list[AuditRecord]) -> None:
-            for rec in records:
-                if rec.kind == Kind.POOL:
-                    await self._draws.pool_file(rec.payload["pool_commitment"])
-                    await self.floor(rec.payload["draw_id"], rec.payload["round"])
+            pools: dict[str, Pool] = {}  # held for the replay: the caches may drop some
+            floors: dict[tuple[str, int], FloorSnapshot] = {}
+            for frozen in (r.payload for r in records if r.kind == Kind.POOL):
+                commitment = frozen["pool_commitment"]
+                pools[commitment] = await self._draws.pool_file(commitment)
+                at = (frozen["draw_id"], frozen["round"])
+                floors[at] = await self._floors.load(*at)
             seeds = await self._seeds(plan, book, records)
-            pools = self._draws.cached_pool
-            floors = lambda jid, attempt: self._floors[(jid, attempt)]  # noqa: E731
             for rec in records:
-                book.apply(rec, seeds=seeds, pools=pools, floors=floors)
+                book.apply(rec, seeds=seeds, pools=pools.__getitem__, floors=lambda *at: floors[at])
 
         refresh = self._refresh(
             plan.subject, lambda: RapsBook(plan), replay, lambda b: b.plan == plan
@@ -240,14 +239,14 @@ class RapsRunner(LedgerRunner[RapsBook]):
     ) -> list[AuditRecord]:
         """Select jackpot `number`'s winner from the floor now (idempotent: a jackpot run
         already is left as it is, unless its empty-pool retry is due)."""
-        await self.load_plan(promotion_id, session_id)
-        book = await self.book(promotion_id, session_id)
-        if any(st.seed is None for st in book.jackpots.values()):  # normally done at the start
-            await self.commit_seeds(promotion_id, session_id)
-            book = await self.book(promotion_id, session_id)
+        plan = await self.load_plan(promotion_id, session_id)
+        book = self.cached(plan.subject)  # if it says "run it", the step's own read decides
+        if book is None or not book.ready(number, self.clock.now()):
+            await self.commit_seeds(promotion_id, session_id)  # normally done at the start;
+            book = await self.book(promotion_id, session_id)  # a refused seed is recorded
+            if not book.selectable(number, self.clock.now()):
+                return []
         now = self.clock.now()
-        if not book.selectable(number, now):
-            return []
         floor = await self.snapshot(now)
         archives: list[tuple[Pool, FloorSnapshot]] = []
 
@@ -256,11 +255,12 @@ class RapsRunner(LedgerRunner[RapsBook]):
             archives[:] = frozen
             return out
 
-        def archive(pipe: Any) -> None:
+        def archive(writes: StepWrites) -> None:
             for pool, snap in archives:
-                pipe.set(self.keys.poolfile(pool.commitment), pool.serialise(), nx=True)
-                key = self.keys.raps_floor(pool.draw_id)
-                pipe.hsetnx(key, str(pool.round_no), snap.serialise())
+                writes.file(self.keys.poolfile(pool.commitment), pool.serialise())
+                key, ref = self.keys.raps_floor(pool.draw_id), FILE_REF + snap.sha256
+                writes.hfile(key, ref, snap.serialise())  # the file, under its SHA-256
+                writes.hsetnx(key, str(pool.round_no), ref)  # the attempt's, with the records
 
         records = await self.step(promotion_id, session_id, command, extra=archive)
         for pool, snap in archives:
@@ -279,7 +279,7 @@ class RapsRunner(LedgerRunner[RapsBook]):
             raise NotFoundError(
                 f"jackpot {jackpot_ref} has no attempt {attempt} (it ran {st.attempt})"
             )
-        snap = await self.floor(st.jackpot_id, attempt)
+        snap = await self._floors.load(st.jackpot_id, attempt)
         return judge(snap, book.plan.rules).report(st.jackpot_id, attempt)
 
     async def missed(
@@ -391,8 +391,8 @@ class RapsRunner(LedgerRunner[RapsBook]):
         self, rec: AuditRecord, pools: dict[str, Pool], rules: RapsRules
     ) -> Mismatch | None:
         """Where the archived floor snapshot does not give the recorded pool, if anywhere."""
-        raw = await self.redis.hget(
-            self.keys.raps_floor(rec.payload["draw_id"]), str(rec.payload["round"])
+        raw = await archived_floor(
+            self.redis, self.keys, rec.payload["draw_id"], rec.payload["round"]
         )
-        found = None if raw is None else cast(str, raw).encode()
+        found = None if raw is None else raw.encode()
         return check_floor(rec.payload, found, pools.get(rec.payload["pool_commitment"]), rules)

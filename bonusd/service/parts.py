@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from pathlib import Path
 
 from redis.asyncio import Redis
 
@@ -14,6 +13,7 @@ from bonusd.access.auth import TokenStore
 from bonusd.access.sessions import SessionPolicy, StaffSessions
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
+from bonusd.draws.ledger import CacheBounds
 from bonusd.draws.runner import DrawRunner
 from bonusd.draws.seal import SeedSeal
 from bonusd.draws.seedkey import load_seal
@@ -95,13 +95,14 @@ def runners(
     promotions: PromotionStore,
     clock: Clock,
     calendar: GamingCalendar,
-    seed_key_file: Path,
+    settings: Settings,
     on_deadline_change: Callable[[], None],
 ) -> tuple[DrawRunner, RapsRunner]:
     """The draw runner and the RAPS runner the service and its routes act through, both
-    keeping their seeds sealed with the site's key, read from `seed_key_file` (created
-    when missing; `SeedKeyError` when it is unusable)."""
-    seal = load_seal(seed_key_file)
+    keeping their seeds sealed with the site's key, read from `BONUSD_SEED_KEY_FILE`
+    (created when missing; `SeedKeyError` when it is unusable), and their caches bounded
+    by `BONUSD_DESK_*`."""
+    seal, bounds = load_seal(settings.seed_key_file), desk_caches(settings)
     draws = DrawRunner(
         redis=redis,
         keys=keys,
@@ -110,6 +111,7 @@ def runners(
         clock=clock,
         seal=seal,
         on_deadline_change=on_deadline_change,
+        bounds=bounds,
     )
     jackpots = RapsRunner(
         redis=redis,
@@ -120,8 +122,20 @@ def runners(
         calendar=calendar,
         seal=seal,
         on_deadline_change=on_deadline_change,
+        bounds=bounds,
     )
     return draws, jackpots
+
+
+def desk_caches(settings: Settings) -> CacheBounds:
+    """How much each runner keeps in memory (`BONUSD_DESK_*`, docs/settings.md)."""
+    return CacheBounds(
+        books=settings.desk_books,
+        pools=settings.desk_pools,
+        floors=settings.desk_floor_snapshots,
+        timetables=settings.desk_timetables,
+        idle_s=settings.desk_idle_s,
+    )
 
 
 def push_hub(
@@ -137,8 +151,15 @@ def push_hub(
 ) -> PushHub:
     """The push hub, reading books through runners of its own: a book the service's runners
     are changing (command run, commit pending) is never what a screen shows."""
+    bounds = desk_caches(settings)
     draws = DrawRunner(
-        redis=redis, keys=keys, audit=audit, promotions=promotions, clock=clock, seal=seal
+        redis=redis,
+        keys=keys,
+        audit=audit,
+        promotions=promotions,
+        clock=clock,
+        seal=seal,
+        bounds=bounds,
     )
     jackpots = RapsRunner(
         redis=redis,
@@ -148,6 +169,7 @@ def push_hub(
         clock=clock,
         calendar=calendar,
         seal=seal,
+        bounds=bounds,
     )
     return PushHub(
         redis=redis,

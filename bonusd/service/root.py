@@ -49,6 +49,7 @@ from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.summaries import DrawSummaries
 from bonusd.service.actions import ScheduledActions
 from bonusd.service.claimtimers import ClaimTimers
+from bonusd.service.floorwindow import FloorWindow
 from bonusd.service.hosting import OpsWatch, http_server
 from bonusd.service.parts import floor_ingest, kiosk_desk, leadership, push_hub, runners, signin
 from bonusd.service.retention import RetentionSweeper
@@ -119,9 +120,11 @@ class Service:
             promotions=self.promotion_store,
             clock=self.clock,
             calendar=self.calendar,
-            seed_key_file=self.settings.seed_key_file,  # SeedKeyError: the start is refused
+            settings=self.settings,  # the seed key (SeedKeyError: the start is refused), caches
             on_deadline_change=self._poke_timers,
         )
+        # when this daemon follows the floor for RAPS picks (BONUSD_RAPS_FLOOR_*)
+        self.floor_window = FloorWindow.of(self.settings, self.jackpots, lambda: self.promotions)
 
     def _build_live_parts(self) -> None:
         """SMS notices, the live push, rule sync, the leader lease, timed actions, claim timers."""
@@ -272,8 +275,7 @@ class Service:
                 tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
                 tg.create_task(self.ops.run(self.stop_event), name="ops-watch")
                 if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
-                    every, raps = self.settings.raps_floor_sync_s, self._has_raps
-                    floor = self.jackpots.live_floor.follow(self.stop_event, every, raps)
+                    floor = self.floor_window.run(self.stop_event)  # around RAPS sessions only
                     tg.create_task(floor, name="raps-floor")
                 if isinstance(self.clock, SharedClock):
                     tg.create_task(self.clock.watch(self.stop_event), name="clock-watch")
@@ -341,9 +343,6 @@ class Service:
         await self.rules.publish()  # the other daemons of the site follow
         logger.warning("promotion rules reloaded by %s: %d change record(s)", actor, len(records))
         return records
-
-    def _has_raps(self) -> bool:
-        return any(p.jackpot_sessions for p in self.promotions)
 
     def _apply_promotions(self, new: tuple[Promotion, ...]) -> None:
         """Run `new` from now on: points, standings, the scheduler's timetable."""

@@ -57,7 +57,11 @@ def _ledger(r: redis.Redis, site: str) -> list[dict[str, object]]:
 def _start(env: dict[str, str], at: dt.datetime, log: str) -> subprocess.Popen[bytes]:
     env = {**env, "BONUSD_CLOCK_START": at.isoformat(), "BONUSD_CLOCK_SPEED": "1"}
     daemon = daemon_process(env, log)
-    wait_healthy(int(env["BONUSD_HTTP_PORT"]))
+    try:
+        wait_healthy(int(env["BONUSD_HTTP_PORT"]))
+    except BaseException:  # never leave a daemon running behind a failed test
+        _kill(daemon)
+        raise
     return daemon
 
 

@@ -5,6 +5,8 @@ Redis that does not answer is a 503 with Retry-After, not a 500."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import sys
 import threading
 from collections.abc import Iterator
@@ -34,7 +36,7 @@ from tests.daemon_helpers import PROJECT
 FESTA = "montecasino-festa-fortuna"
 DRAW = "saturday-2025-10-25"
 # the per-member steps of a summary: none of them may run on the event loop's thread
-HEAVY = {"bulk_standings", "from_index", "_column", "_summarise"}
+HEAVY = {"bulk_standings", "from_rows", "build", "_ints", "_place", "_summarise"}
 
 
 def _members() -> list[Member]:
@@ -83,27 +85,41 @@ async def test_the_summary_runs_its_per_member_work_off_the_event_loop(
     live = await _draw_night(aredis, keys)
     loop_thread = threading.get_ident()
     on_loop: list[str] = []
+    off_loop: list[str] = []  # what ran in worker threads
     whole_hash_reads: list[str] = []
 
     def profile(frame: FrameType, event: str, _: Any) -> None:
-        if event != "call" or threading.get_ident() != loop_thread:
+        if event != "call":
             return
         name = frame.f_code.co_name
+        if threading.get_ident() != loop_thread:
+            off_loop.append(name)
+            return
         on_loop.append(name)
-        if name == "hgetall":
-            whole_hash_reads.append(str(frame.f_locals.get("name")))
+        args = frame.f_locals.get("args") if name == "execute_command" else None
+        if args and str(args[0]).upper().strip("B'") == "HGETALL":
+            key = args[1]
+            whole_hash_reads.append(key.decode() if isinstance(key, bytes) else str(key))
 
-    sys.setprofile(profile)  # this thread only: worker threads are not profiled
+    loop = asyncio.get_running_loop()
+    workers = concurrent.futures.ThreadPoolExecutor(2)  # threads started while profiled
+    loop.set_default_executor(workers)
+    sys.setprofile(profile)  # the loop's thread
+    threading.setprofile(profile)  # and the worker threads started from now on
     try:
         summary = await DrawSummaries(live).summary(FESTA, DRAW)
     finally:
         sys.setprofile(None)
+        threading.setprofile(None)
+        workers.shutdown()
 
     assert {k: summary[k] for k in WANT} == WANT
     assert summary["by_tier"]["Q"] == {"qualified": 1, "tickets": 35}
     assert summary["by_tier"]["J"] == {"qualified": 1, "tickets": 200}
     assert "summary" in on_loop  # the profile did watch the loop's thread
     assert HEAVY.isdisjoint(on_loop), sorted(HEAVY & set(on_loop))
+    assert HEAVY.issubset(off_loop), sorted(HEAVY - set(off_loop))  # each ran, in a worker
+    assert whole_hash_reads  # the profile did see the whole-hash reads of the columns
     assert keys.member_index not in whole_hash_reads  # only the players' rows are read
 
 

@@ -215,6 +215,8 @@ async def crew_verifies_at_the_device_and_the_jackpot_verifies(s: Site) -> None:
     assert kinds(records) == ["claim", "seed_reveal"]
     book = await s.desk.book(PID, SID)
     assert book.claims[1].state is RapsClaimState.VERIFIED_AT_DEVICE and book.settled(1)
+    assert book.jackpot(1).floor is None  # settled: the book lets its floor go
+    assert book.claims[1].device and book.claims[1].area  # the claim keeps its place
     with pytest.raises(ClaimError):
         await s.desk.act(PID, SID, 1, "not_at_device", CREW)
     chain, result = await s.desk.verify(J1)

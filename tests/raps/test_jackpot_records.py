@@ -48,13 +48,15 @@ async def test_tampering_is_found(s: Site) -> None:
     await s.redis.set(key, original)
     # the archived floor snapshot changed: an ineligible card made eligible, or any edit
     floor_key = s.keys.raps_floor(J1)
-    snap = await s.redis.hget(floor_key, "1")
+    ref = await s.redis.hget(floor_key, "1")  # the attempt names its file: file:{sha256}
+    assert ref == "file:" + records[0].payload["floor_sha256"]
+    snap = await s.redis.hget(floor_key, ref)
     body = snap.partition("\n")[2]
     row = next(r for r in body.split("\n") if r.startswith("X0\t"))
-    await s.redis.hset(floor_key, "1", snap.replace(row, row[:-1] + "0"))
+    await s.redis.hset(floor_key, ref, snap.replace(row, row[:-1] + "0"))
     _, result = await s.desk.verify(J1)
     assert "floor: expected " + records[0].payload["floor_sha256"] in str(result[("raps", 1)])
-    await s.redis.hset(floor_key, "1", snap)
+    await s.redis.hset(floor_key, ref, snap)
     _, result = await s.desk.verify(J1)
     assert all(v.ok for v in result.values())
     # the revealed seed changed in the audit trail

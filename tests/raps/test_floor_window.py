@@ -1,0 +1,112 @@
+"""The RAPS floor mirror is followed only around a session (`FloorWindow`): not before
+`BONUSD_RAPS_FLOOR_LEAD_S` ahead of its first jackpot, all through it, and let go once the
+last jackpot's claims have settled; a pick outside the window still reads the floor."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from bonusd.service.floorwindow import FloorWindow
+from tests.raps.helpers import CREW, PID, SID, Site, fifty, local
+
+LAST = 14  # the session's last jackpot, at 21:00
+
+
+async def until(check: Callable[[], bool], seconds: float = 5.0) -> None:
+    async with asyncio.timeout(seconds):
+        while not check():
+            await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def window(s: Site) -> AsyncIterator[FloorWindow]:
+    promotions = tuple(s.desk.promotions.promotions.values())
+    w = FloorWindow(s.desk, lambda: promotions, lead_s=600, every_s=0.01, check_s=0.02)
+    stop = asyncio.Event()
+    task = asyncio.create_task(w.run(stop))
+    yield w
+    stop.set()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+
+
+async def test_followed_from_the_lead_until_the_claims_settle(s: Site, window: FloorWindow) -> None:
+    mirror = window.mirror
+    s.clock.set(local(14, 19))  # the first jackpot is at 14:30: 11 minutes ahead
+    await fifty(s, s.clock.now())
+    await asyncio.sleep(0.2)  # ten checks, twenty ticks of the follow loop
+    assert mirror.full_reads == 0 and mirror.seq is None and not window.wanted()
+
+    s.clock.set(local(14, 20, 1))  # within the 600-s lead
+    await until(lambda: mirror.seq is not None)
+    assert mirror.full_reads == 1 and mirror.size == 50
+    seq = mirror.seq
+    await fifty(s, s.clock.now())  # every row written again: followed by deltas
+    await until(lambda: mirror.seq != seq)
+    assert mirror.full_reads == 1
+
+    s.clock.set(local(21))
+    await fifty(s, s.clock.now())
+    await s.desk.run_jackpot(PID, SID, LAST)
+    s.clock.set(local(21, 5))  # past the last jackpot; its winner's claim is still open
+    await asyncio.sleep(0.2)
+    assert window.unsettled == {f"{PID}.{SID}"} and mirror.seq is not None
+    assert window.releases == 0
+
+    await s.desk.act(PID, SID, 1, "crew_arrived", CREW)
+    await s.desk.act(PID, SID, 1, "verify_at_device", CREW)  # won: nothing is open
+    await until(lambda: mirror.seq is None)
+    assert window.releases == 1 and not window.unsettled and mirror.size == 0
+    reads = mirror.full_reads
+    await asyncio.sleep(0.2)
+    assert mirror.full_reads == reads  # not followed any more
+
+    floor = await s.desk.snapshot()  # a pick outside the window reads the floor whole
+    assert floor.size == 50 and mirror.full_reads == reads + 1
+    await until(lambda: mirror.seq is None)  # and it is let go again
+    assert window.releases == 2
+
+
+async def test_an_announced_claim_keeps_it_followed_from_another_daemon(
+    s: Site, window: FloorWindow
+) -> None:
+    """A daemon that never loaded the session's book sees its timed claims in the deadline
+    index: the announced claim keeps the floor followed until the desk settles it."""
+    s.clock.set(local(21))
+    await fifty(s, s.clock.now())
+    await s.desk.run_jackpot(PID, SID, LAST)
+    await s.desk.act(PID, SID, 1, "crew_arrived", CREW)
+    await s.desk.act(PID, SID, 1, "not_at_device", CREW)
+    await s.desk.act(PID, SID, 1, "announce", CREW)
+    s.desk._books.clear()  # as on a daemon that has not read the session
+    s.clock.set(local(21, 1, 10))
+    await asyncio.sleep(0.2)
+    assert window.unsettled == {f"{PID}.{SID}"} and window.wanted()
+    await s.desk.act(PID, SID, 1, "present", CREW)
+    await s.desk.act(PID, SID, 1, "verify", CREW)
+    await until(lambda: not window.unsettled)
+    assert not window.wanted()
+
+
+async def test_the_copy_syncs_faster_in_the_seconds_around_each_jackpot(s: Site) -> None:
+    promotions = tuple(s.desk.promotions.promotions.values())
+    w = FloorWindow(s.desk, lambda: promotions, lead_s=600, every_s=0.25, near_s=0.05)
+    s.clock.set(local(14, 19))
+    await w.check()
+    assert w.interval() == 0.25  # 11 minutes before the first jackpot (14:30)
+    s.clock.set(local(14, 29, 49))
+    assert w.interval() == 0.25  # 11 s before
+    s.clock.set(local(14, 29, 51))
+    assert w.interval() == 0.05  # 9 s before
+    s.clock.set(local(14, 30, 59))
+    assert w.interval() == 0.05  # its pick and claim begin
+    s.clock.set(local(14, 31, 1))
+    assert w.interval() == 0.25
+    slow = FloorWindow(s.desk, lambda: promotions, lead_s=600, every_s=0.02, near_s=0.05)
+    await slow.check()
+    s.clock.set(local(14, 29, 55))
+    assert slow.interval() == 0.02  # never slower than the regular interval
