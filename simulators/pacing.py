@@ -112,16 +112,18 @@ class SharedPacer:
         return self._state
 
     def now_ms(self) -> float:
-        """The shared clock's time (never backwards within this process)."""
-        self._floor = max(self._floor, self._state.sim_ms(time.time()))
-        return self._floor
-
-    def wait_until(self, t_ms: int) -> None:
-        # a publisher that is behind never waits: look for changes every few ms all the same
+        """The shared clock's time (never backwards within this process). A publisher that
+        is behind never waits, so this looks for changes of the clock every few ms itself:
+        one slowed down while the publisher catches up is seen at once, not when it next
+        waits (it would otherwise run ahead on the old speed)."""
         if time.monotonic() - self._polled_at >= _POLL_S:
             self._polled_at = time.monotonic()
             if self._listen(0.0) or time.monotonic() - self._read_at >= _REFRESH_S:
                 self.refresh()
+        self._floor = max(self._floor, self._state.sim_ms(time.time()))
+        return self._floor
+
+    def wait_until(self, t_ms: int) -> None:
         while True:
             now = self.now_ms()
             if now >= t_ms:

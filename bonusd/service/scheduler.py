@@ -139,8 +139,8 @@ class Scheduler:
                     logger.warning("%s waits for Redis (%s)", action.action.value, exc)
                     if await pause(stop, backoff.next_delay()):
                         return
-                except FencedOut as exc:
-                    logger.error("scheduler stops: %s", exc)
+                except FencedOut as exc:  # the lease was lost (to load): a recovered fault
+                    logger.warning("scheduler stops until this daemon leads again: %s", exc)
                     return
                 except ConflictError as exc:  # lost races only: nothing written, try again
                     logger.warning(

@@ -48,6 +48,8 @@ def _bonusd_clock(redis_url: str, site: str, action: str, **kw: Any) -> None:
                 await clock.pause()
             elif action == "jump":
                 await clock.jump(dt.timedelta(seconds=20))
+            elif action == "slow":
+                await clock.set_speed(1)
         finally:
             await client.aclose()
 
@@ -104,6 +106,22 @@ def test_a_paused_clock_holds_the_publisher_and_a_jump_releases_it(
         _bonusd_clock(redis_url, site, "jump")  # 20 simulated seconds forward
         assert released.wait(5)
         waiter.join(5)
+    finally:
+        pacer.close()
+
+
+def test_a_publisher_that_is_behind_sees_the_clock_slow_down(site: str, redis_url: str) -> None:
+    # a publisher catching up asks only `now_ms` (it never waits): it must still see the
+    # clock slowed from x1000 to x1, else it runs on ahead of the daemons' clock
+    pacer = SharedPacer(redis_url=redis_url, site=site, start=START, speed=1000)
+    try:
+        _bonusd_clock(redis_url, site, "slow")
+        time.sleep(0.05)  # the change has been published
+        before = pacer.now_ms()
+        time.sleep(0.3)  # x1000: 300 simulated seconds; x1: 0.3
+        gained = pacer.now_ms() - before
+        assert pacer.state.speed == 1
+        assert gained < 10_000, f"{gained:.0f} simulated ms in 0.3 s: still at the old speed"
     finally:
         pacer.close()
 
