@@ -20,7 +20,8 @@
 #   redis-server binaries are (the tests and benchmarks start their own), and
 #   nginx, systemd-analyze and promtool (Debian's nginx, systemd and prometheus;
 #   tests/deploy/ runs them on spare ports; the services their packages start on
-#   a systemd host are stopped and disabled right after the install).
+#   a systemd host are stopped and disabled right after the install), and pdftoppm
+#   (poppler-utils: the kiosk's printed receipt in tests/browser/).
 #
 # stop: stops the dev instances that this script started (the pid files under
 #   .run/). Services it only reused are never touched.
@@ -461,6 +462,8 @@ cmd_start() {
         find_bin nginx >/dev/null || pkgs+=(nginx)
         find_bin systemd-analyze >/dev/null || pkgs+=(systemd)
         find_bin promtool >/dev/null || pkgs+=(prometheus)
+        # tests/browser/: the kiosk's printed receipt, rasterised from Chromium's PDF
+        find_bin pdftoppm >/dev/null || pkgs+=(poppler-utils)
         if [ "${#pkgs[@]}" -gt 0 ]; then
             mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
         fi
