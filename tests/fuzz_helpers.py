@@ -412,14 +412,15 @@ def duplicated_key(body: dict[str, Any], name: str, first: object) -> bytes:
 # by whichever daemon of the site leads, docs/leader.md).
 # not the floor: dead letters, counters, tokens and their last use, the leader lease, the
 # stored layout version
-NOT_FLOOR = ("deadletters", "stats", "token:", "tokens", "usage", "leader", "layout")
+NOT_FLOOR = ("deadletters", "stats", "token:", "tokens", "usage", "leader", "layout", "sms:")
 
 
 async def floor_snapshot(
     redis: aioredis.Redis, base: str, *, skip: tuple[str, ...] = ()
 ) -> dict[str, object]:
-    """Every key of a site but the dead letters and counters (and those starting with one
-    of `skip`), with its type and value."""
+    """Every key of a site but the dead letters, counters and the leader's own bookkeeping
+    (the SMS outbox's cursor, written when its task gets to it), and those starting with one
+    of `skip`, with its type and value."""
     out: dict[str, object] = {}
     async for key in redis.scan_iter(match=f"{_glob(base)}*", count=50_000):
         rel = key[len(base) :]
