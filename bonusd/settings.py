@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     # within that window, from 10 s before each jackpot's time until a minute after it,
     # this often instead, so the pick's own sync carries a twentieth of a second of changes
     raps_floor_near_sync_s: float = Field(default=0.05, gt=0, le=60.0)
+    # the site's leader archives the whole floor this long before each jackpot's time, and
+    # the pick archives only the rows changed since (docs/fairness.md section 10, form 2);
+    # 0: every pick archives the whole floor
+    raps_floor_base_lead_s: float = Field(default=2.0, ge=0, le=60.0)
     # the desks' caches, each per runner, least recently used dropped first (docs/settings.md,
     # "Memory"): books of draws or RAPS sessions, pool files, RAPS floor snapshots (as large
     # as the floor each), random jackpot timetables; what is dropped is read again

@@ -214,12 +214,19 @@ async def _raps_path(
 
 
 async def _raps_pick(
-    r: aioredis.Redis, path: RapsPath, number: int, at: dt.datetime, churn: int
+    r: aioredis.Redis, path: RapsPath, number: int, at: dt.datetime, churn: tuple[int, int]
 ) -> None:
-    """Jackpot `number` on one path, after `churn` players played one more game (not
-    timed); then, after as many more, the floor snapshot alone."""
+    """Jackpot `number` on one path: its floor's base archived, then `base_churn` players
+    play one more game and the mirror syncs, then `churn` more (none of it timed); then
+    the pick; then, after `churn` more, the floor snapshot alone."""
+    churn, base_churn = churn
     keys, out = path.site.keys, path.out
     session = path.site.promotion.jackpot_sessions[0]
+    if base_churn:  # the leader archives the floor's base 2 s before (not timed), then the
+        # floor changes and the mirror follows it, as in the daemon (docs/draws.md)
+        await path.desk.prepare_floor(PID, session.id, number)
+        await play_on(r, keys, path.layout, at, n=base_churn, seed=20_000 + number)
+        await path.desk.live_floor.sync()
     await play_on(r, keys, path.layout, at, n=churn, seed=number)
     out["ping"].append(await _ping(r))
     before = _opened(path.site.seal)
@@ -254,7 +261,7 @@ async def bench_raps(
     gc.freeze()  # as the daemon does once started (bonusd/service/root.py)
     for number in track(range(1, args.runs + 1), description="RAPS picks, sealed and plain"):
         for path in paths:
-            await _raps_pick(r, path, number, at, args.churn)
+            await _raps_pick(r, path, number, at, (args.churn, args.base_churn))
     for path in paths:
         path.out |= {f"part:{label}": got for label, got in path.parts.parts.items()}
     return {path.site.label: path.out for path in paths}
@@ -284,6 +291,16 @@ def _options() -> argparse.Namespace:
         "carries (80: a twentieth of a second of a 10,000-EGM Saturday peak, the mirror's "
         "interval around a jackpot, BONUSD_RAPS_FLOOR_NEAR_SYNC_S; 400: its regular "
         "quarter second)",
+    )
+    parser.add_argument(
+        "--base-churn",
+        type=int,
+        default=880,
+        help="players whose rows change between the floor's base (archived 2 s before each "
+        "jackpot, BONUSD_RAPS_FLOOR_BASE_LEAD_S) and the mirror's last sync before the pick: "
+        "what the pick's difference file holds with --churn (880: 2 s at a 10,000-EGM "
+        "Saturday peak, 441 row writes a second, loadtests/bench_rowlog.py); 0: no base, every "
+        "pick archives the whole floor",
     )
     parser.add_argument("--redis-url", default=Settings().redis_url)
     return parser.parse_args()

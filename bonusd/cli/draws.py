@@ -3,7 +3,8 @@
 Both read the audit trail and the archived pool files, either live from the site's Redis
 or offline from an export (`bonusd audit export FILE --pools DIR`), so an auditor can
 re-check a draw on a machine that never ran bonusd's daemon. For a RAPS jackpot the
-export holds each attempt's archived floor snapshot too (`{jackpot id}.{attempt}.floor`),
+export holds each attempt's archived floor snapshot too (`{jackpot id}.{attempt}.floor`,
+and `{jackpot id}.{attempt}.base.floor` for the base of one archived as a difference),
 and `verify-draw` recomputes the pool from it under the session's rules (read from the
 promotion file: `--promotion`, or the daemon's promotions folder when live).
 """
@@ -34,6 +35,7 @@ from bonusd.settings import Settings
 
 POOL_SUFFIX = ".pool"
 FLOOR_SUFFIX = ".floor"
+BASE = ".base"  # `{jackpot id}.{attempt}.base.floor`: the base a difference names
 Floors = dict[str, bytes]  # "{jackpot id}.{attempt}" -> the archived floor snapshot file
 
 
@@ -62,7 +64,9 @@ async def live_floors(settings: Settings, records: list[AuditRecord]) -> Floors:
             payload = rec.payload
             raw = await archived_floor(redis, keys, payload["draw_id"], payload["round"])
             if raw is not None:
-                out[floor_name(payload)] = raw.encode()
+                out[floor_name(payload)] = raw[0]
+            if raw is not None and raw[1] is not None:
+                out[floor_name(payload) + BASE] = raw[1]
         return out
     finally:
         await redis.aclose()
@@ -158,7 +162,8 @@ def check_floors(
         session = promotion.jackpot_session(str(payload["draw_id"]).split(".")[1])
         rules = rules_of(promotion, session)
         pool = pools.get(payload["pool_commitment"])
-        wrong = check_floor(payload, floors.get(floor_name(payload)), pool, rules)
+        name = floor_name(payload)
+        wrong = check_floor(payload, floors.get(name), pool, rules, floors.get(name + BASE))
         verdict = "ok: the pool is its eligible players" if wrong is None else f"FAILED: {wrong}"
         lines.append(f"jackpot {draw_id} attempt {payload['round']} floor snapshot: {verdict}")
     return lines

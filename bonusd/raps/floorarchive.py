@@ -5,8 +5,9 @@ season's. A dropped snapshot is read again from Redis when it is next needed.
 
 In Redis, `raps-floor:{jackpot}` holds each snapshot file under `file:{its SHA-256}`
 (written ahead of the pick's commit: content-addressed) and, per attempt, that name
-(written with the POOL record). A daemon before this layout stored the file itself under
-the attempt: `archived_floor` reads both."""
+(written with the POOL record). A file that is a difference (form 2, `floordelta`) names its
+base, a whole snapshot archived in the same hash a moment before the jackpot. A daemon
+before this layout stored the file itself under the attempt: `archived_floor` reads both."""
 
 from __future__ import annotations
 
@@ -15,20 +16,39 @@ from typing import cast
 from cachetools import LRUCache
 from redis.asyncio import Redis
 
+from bonusd.audit.chain import AuditRecord, Kind
+from bonusd.draws.fairness import Pool
+from bonusd.draws.rounds import RoundKey
+from bonusd.draws.verify import Mismatch
 from bonusd.errors import BonusdError
 from bonusd.infra.keys import Keys
-from bonusd.raps.snapshot import FloorSnapshot
+from bonusd.raps.floordelta import DeltaError, base_named, is_delta
+from bonusd.raps.rules import RapsRules
+from bonusd.raps.snapshot import FloorSnapshot, check_floor
 
 FILE_REF = "file:"  # an attempt's field names the file's field: file:{sha256}
 
 
-async def archived_floor(redis: Redis, keys: Keys, jid: str, attempt: int) -> str | None:
-    """The archived snapshot file of attempt `attempt` of jackpot `jid`, or None."""
+ArchivedFloor = tuple[bytes, bytes | None]  # the file, and the base it names (a difference)
+
+
+async def archived_floor(redis: Redis, keys: Keys, jid: str, attempt: int) -> ArchivedFloor | None:
+    """The archived snapshot file of attempt `attempt` of jackpot `jid` with its base when
+    it is a difference (None when the base is missing), or None."""
     key = keys.raps_floor(jid)
     raw = cast(str | None, await redis.hget(key, str(attempt)))
     if raw is not None and raw.startswith(FILE_REF):
         raw = cast(str | None, await redis.hget(key, raw))
-    return raw
+    if raw is None:
+        return None
+    found = raw.encode()
+    if not is_delta(found):
+        return found, None
+    try:
+        base = cast(str | None, await redis.hget(key, FILE_REF + base_named(found)))
+    except DeltaError:
+        return found, None  # the reader refuses the file itself
+    return found, None if base is None else base.encode()
 
 
 class FloorArchive(LRUCache[tuple[str, int], FloorSnapshot]):
@@ -49,5 +69,29 @@ class FloorArchive(LRUCache[tuple[str, int], FloorSnapshot]):
                     f"the floor snapshot of {jid} attempt {attempt} is missing from Redis; "
                     "restore it from the backup before running the session"
                 )
-            snap = self[(jid, attempt)] = FloorSnapshot.parse(raw.encode())
+            snap = self[(jid, attempt)] = FloorSnapshot.parse(*raw)
         return snap
+
+
+async def floor_mismatches(
+    redis: Redis,
+    keys: Keys,
+    records: list[AuditRecord],
+    jackpot_ref: str,
+    *,
+    pools: dict[str, Pool],
+    rules: RapsRules,
+) -> dict[RoundKey, Mismatch]:
+    """Each attempt of jackpot `jackpot_ref` (its POOL records among `records`) whose
+    archived floor snapshot does not give its recorded pool, and where."""
+    out: dict[RoundKey, Mismatch] = {}
+    for rec in records:
+        if rec.kind != Kind.POOL or rec.payload.get("draw_id") != jackpot_ref:
+            continue
+        raw = await archived_floor(redis, keys, jackpot_ref, rec.payload["round"])
+        file, base = (None, None) if raw is None else raw
+        pool = pools.get(rec.payload["pool_commitment"])
+        wrong = check_floor(rec.payload, file, pool, rules, base)
+        if wrong is not None:
+            out[(rec.payload["tombola"], rec.payload["round"])] = wrong
+    return out

@@ -25,6 +25,7 @@ import datetime as dt
 import itertools
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -34,6 +35,7 @@ from redis.asyncio import Redis
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import REDIS_ERRORS
 from bonusd.raps.columns import Codes, FloorColumns
+from bonusd.raps.floordelta import FloorDelta
 from bonusd.raps.snapshot import (
     AREA,
     EXCLUDED,
@@ -50,8 +52,20 @@ from bonusd.raps.table import FieldError, FieldTable
 
 logger = logging.getLogger(__name__)
 
+DELTA_AT_LEAST = 4_096  # a difference of up to this many cards is always worth archiving
 DAY = WIDTH  # the floor-row line's last field: the gaming day its spend is of
 REBUILD = "rebuild it with `bonusd floor reindex`"
+
+
+@dataclass
+class Base:
+    """A whole snapshot archived for a jackpot, which its pick's floor is written against."""
+
+    tag: str  # the jackpot id it was archived for
+    day: str  # the gaming day its spends are of
+    sha256: str
+    cards: frozenset[str]  # the cards it holds
+    ready: bool = False  # archived in Redis (`confirm`)
 
 
 def _checked_rows(cards: Sequence[str], rows: Sequence[str]) -> FieldTable:
@@ -111,6 +125,8 @@ class FloorMirror:
         self._area = np.zeros(0, dtype=np.int32)
         self._tier = np.zeros(0, dtype=np.int32)
         self._day = np.zeros(0, dtype=np.int32)
+        self._base: Base | None = None  # the whole snapshot a pick's difference is from
+        self._since: set[str] = set()  # cards whose rows changed or left since that base
 
     @property
     def size(self) -> int:
@@ -159,6 +175,8 @@ class FloorMirror:
         return self.size == size
 
     def _apply(self, cards: Sequence[str], rows: Sequence[str | None]) -> None:
+        if self._base is not None:
+            self._since.update(cards)
         written = [(c, r) for c, r in zip(cards, rows, strict=True) if r is not None]
         left = [c for c, r in zip(cards, rows, strict=True) if r is None and c in self._slot]
         for card in left:
@@ -252,15 +270,18 @@ class FloorMirror:
                 await asyncio.wait_for(stop.wait(), interval())
 
     # -- the snapshot -----------------------------------------------------------------------
-    async def snapshot(self, at: dt.datetime, day: str) -> FloorSnapshot:
+    async def snapshot(self, at: dt.datetime, day: str, tag: str = "") -> FloorSnapshot:
         """The floor now, as the snapshot a jackpot at `at` on gaming day `day` is judged
-        from: its file made from the mirrored lines, with the checked columns beside it."""
+        from: its file made from the mirrored lines, with the checked columns beside it
+        (a difference from the base of `tag`, when there is one: `view`)."""
         await self.sync()
-        return self.view(at, day)
+        return self.view(at, day, tag)
 
-    def view(self, at: dt.datetime, day: str) -> FloorSnapshot:
+    def view(self, at: dt.datetime, day: str, tag: str = "") -> FloorSnapshot:
         """The snapshot of the mirror as it is (no sync): a row of another gaming day than
-        `day` has spent nothing on it (its spend is 0 in the file and the columns)."""
+        `day` has spent nothing on it (its spend is 0 in the file and the columns). With
+        the `tag` of a confirmed base of the same day (`checkpoint`), archived as the
+        difference from that base (docs/fairness.md section 10, form 2)."""
         slots = len(self._cards)
         live = self._live[:slots]
         rows = np.flatnonzero(live)
@@ -275,8 +296,9 @@ class FloorMirror:
                 fields[SPEND] = "0"
                 lines[slot] = "\t".join(fields)
         row_of_slot = np.cumsum(live) - 1
+        alive = live.tolist()
         columns = FloorColumns(
-            cards=list(itertools.compress(self._cards, live.tolist())),
+            cards=list(itertools.compress(self._cards, alive)),
             order=row_of_slot[self._order],
             area=self._area[rows],
             tier=self._tier[rows],
@@ -286,7 +308,44 @@ class FloorMirror:
             areas=self._areas,
             tiers=self._tiers,
         )
-        return FloorSnapshot(instant_ms(at), "".join(lines), checked=columns)
+        source = list(itertools.compress(lines, alive))
+        delta = self._delta(lines, day, tag) if tag else None
+        return FloorSnapshot(instant_ms(at), source, checked=columns, delta=delta)
+
+    def _delta(self, lines: list[str], day: str, tag: str) -> FloorDelta | None:
+        """The difference of the floor now (`lines`, per slot) from the confirmed base of
+        `tag`, or None (no such base, another day, or most of the floor changed since)."""
+        base = self._base
+        if base is None or not base.ready or base.tag != tag or base.day != day:
+            return None
+        if len(self._since) > max(DELTA_AT_LEAST, self.size // 4):
+            return None
+        out = []
+        for card in sorted(self._since):
+            slot = self._slot.get(card)
+            if slot is not None:
+                out.append(lines[slot])
+            elif card in base.cards:
+                out.append(card + "\n")  # left the floor since the base
+        return FloorDelta(base.sha256, "".join(out))
+
+    def checkpoint(self, tag: str, at: dt.datetime, day: str) -> FloorSnapshot:
+        """The whole snapshot now, as the base of later differences for `tag` (a jackpot
+        id) on gaming day `day`: usable once archived and `confirm`ed. Changes count from
+        here."""
+        snap = self.view(at, day)
+        self._base = Base(tag, day, snap.sha256, frozenset(self._slot))
+        self._since = set()
+        return snap
+
+    def confirm(self, tag: str, sha256: str) -> bool:
+        """The base `checkpoint` made for `tag` is archived: picks may use it. False when
+        the mirror dropped it since (a full read, a release, a newer base)."""
+        base = self._base
+        if base is None or (base.tag, base.sha256) != (tag, sha256):
+            return False
+        base.ready = True
+        return True
 
     def release(self) -> bool:
         """Free the copy's memory while no pick needs it soon: the next sync reads floor-row

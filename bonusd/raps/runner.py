@@ -39,18 +39,17 @@ from bonusd.draws.rounds import RoundKey
 from bonusd.draws.runner import DrawRunner
 from bonusd.draws.seal import SeedSeal
 from bonusd.draws.seeds import Committed, SeedVault
-from bonusd.draws.verify import Mismatch, Verification
+from bonusd.draws.verify import Verification
 from bonusd.errors import AuditFormatError, ConflictError, NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Action
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.timetable import promotion_timetable
 from bonusd.raps.book import RapsBook
-from bonusd.raps.floorarchive import FILE_REF, FloorArchive, archived_floor
+from bonusd.raps.floorarchive import FILE_REF, FloorArchive, floor_mismatches
 from bonusd.raps.mirror import FloorMirror
 from bonusd.raps.plan import SessionPlan, jackpot_number
-from bonusd.raps.rules import RapsRules
-from bonusd.raps.snapshot import FloorSnapshot, check_floor, judge
+from bonusd.raps.snapshot import FloorSnapshot, judge
 
 logger = logging.getLogger(__name__)
 
@@ -201,15 +200,28 @@ class RapsRunner(LedgerRunner[RapsBook]):
         return await self._step(subject, load, command, extra=extra, check=check)
 
     # -- the floor --------------------------------------------------------------------------
-    async def snapshot(self, at: dt.datetime | None = None) -> FloorSnapshot:
+    async def snapshot(self, at: dt.datetime | None = None, jid: str = "") -> FloorSnapshot:
         """Every carded-in player on the floor now, with the gaming day's spend, as the
-        snapshot file a jackpot at `at` (default: now) is judged from."""
+        snapshot file a jackpot at `at` (default: now) is judged from; for jackpot `jid`,
+        archived as a difference from its base when `prepare_floor` archived one."""
         at = at or self.clock.now()
         day = self.calendar.gaming_day(at).isoformat()
         # The ingest keeps one pre-joined line per active card in `floor-row`; the daemon
         # mirrors it, so the pick reads only the rows changed since the mirror last looked
         # (one atomic script call) and judges columns checked when they arrived.
-        return await self.live_floor.snapshot(at, day)
+        return await self.live_floor.snapshot(at, day, jid)
+
+    async def prepare_floor(self, promotion_id: str, session_id: str, number: int) -> bool:
+        """Archive the whole floor now as the base jackpot `number`'s pick writes its floor
+        against (docs/fairness.md section 10, form 2): the pick then archives and hashes only
+        the rows changed since. False: the mirror dropped it (the pick archives whole)."""
+        plan = await self.load_plan(promotion_id, session_id, create=False)
+        jid = f"{plan.subject}.j{number}"
+        day = self.calendar.gaming_day(plan.at(number)).isoformat()
+        await self.live_floor.sync()
+        base = self.live_floor.checkpoint(jid, self.clock.now(), day)
+        await self.redis.hsetnx(self.keys.raps_floor(jid), FILE_REF + base.sha256, base.serialise())
+        return self.live_floor.confirm(jid, base.sha256)
 
     # -- the session's life -----------------------------------------------------------------
     async def commit_seeds(self, promotion_id: str, session_id: str) -> list[AuditRecord]:
@@ -247,7 +259,7 @@ class RapsRunner(LedgerRunner[RapsBook]):
             if not book.selectable(number, self.clock.now()):
                 return []
         now = self.clock.now()
-        floor = await self.snapshot(now)
+        floor = await self.snapshot(now, book.jackpot(number).jackpot_id)
         archives: list[tuple[Pool, FloorSnapshot]] = []
 
         def command(current: RapsBook) -> list[Entry]:
@@ -377,22 +389,12 @@ class RapsRunner(LedgerRunner[RapsBook]):
         checked = evidence(records, jackpot_ref, pools).verify()
         promotion_id, session_id, _ = await self.resolve(jackpot_ref)
         rules = (await self.load_plan(promotion_id, session_id, create=False)).rules
-        for rec in records:
-            if rec.kind != Kind.POOL or rec.payload.get("draw_id") != jackpot_ref:
-                continue
-            key = (rec.payload["tombola"], rec.payload["round"])
-            wrong = await self._floor_mismatch(rec, pools, rules)
-            if wrong is not None and key in checked:
-                verification = checked[key]
-                checked[key] = replace(verification, mismatches=(wrong, *verification.mismatches))
-        return str(chain), checked
-
-    async def _floor_mismatch(
-        self, rec: AuditRecord, pools: dict[str, Pool], rules: RapsRules
-    ) -> Mismatch | None:
-        """Where the archived floor snapshot does not give the recorded pool, if anywhere."""
-        raw = await archived_floor(
-            self.redis, self.keys, rec.payload["draw_id"], rec.payload["round"]
+        wrong = await floor_mismatches(
+            self.redis, self.keys, records, jackpot_ref, pools=pools, rules=rules
         )
-        found = None if raw is None else raw.encode()
-        return check_floor(rec.payload, found, pools.get(rec.payload["pool_commitment"]), rules)
+        for key, mismatch in wrong.items():
+            if key in checked:
+                checked[key] = replace(
+                    checked[key], mismatches=(mismatch, *checked[key].mismatches)
+                )
+        return str(chain), checked

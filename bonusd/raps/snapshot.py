@@ -18,6 +18,7 @@ report asks for them, off the jackpot's critical path.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
 from collections.abc import Collection, Mapping
@@ -30,6 +31,7 @@ import numpy as np
 from bonusd.audit.chain import Json, canonical_json, utc_text
 from bonusd.draws.fairness import Pool
 from bonusd.draws.verify import Mismatch
+from bonusd.raps.floordelta import DeltaError, FloorDelta, apply_delta, is_delta, parse_delta
 from bonusd.raps.rules import FloorPlayer, IneligibleReason, PlayKind, RapsRules
 from bonusd.raps.table import Bools, FieldError, FieldTable, Ints
 
@@ -92,14 +94,32 @@ def _day_line(row: str, day: str) -> str:
     return "\t".join(fields) + "\n"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FloorSnapshot:
     """Columns of the floor at one instant (row i of every column is one card)."""
 
     at_ms: int
-    body: str  # the file's lines after the header, each ending in LF ("" when empty)
+    # the file's lines after the header, each ending in LF ("" when empty), or those lines
+    # as a list (joined on first use: a pick that archives a difference never joins them)
+    source: str | list[str]
     # the same rows as columns checked already (the daemon's floor mirror), or None
-    checked: FloorColumns | None = field(default=None, compare=False, repr=False)
+    checked: FloorColumns | None = field(default=None, repr=False)
+    # archived as this difference from a base (form 2), or None: archived whole (form 1)
+    delta: FloorDelta | None = None
+    # cards and their rows in card order (kept by `lean` for `place`), or None
+    index: tuple[list[str], Ints] | None = field(default=None, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FloorSnapshot):
+            return NotImplemented
+        return (self.at_ms, self.delta, self.body) == (other.at_ms, other.delta, other.body)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @cached_property
+    def body(self) -> str:
+        """The floor's lines (each ending in LF; "" when nobody is on the floor)."""
+        return self.source if isinstance(self.source, str) else "".join(self.source)
 
     @classmethod
     def of(cls, at: dt.datetime, body: str) -> FloorSnapshot:
@@ -128,11 +148,29 @@ class FloorSnapshot:
     def lean(self) -> FloorSnapshot:
         """The same snapshot without its checked columns (a pick needs them; a book that
         keeps the snapshot for the crew's places does not: ~2 MB at 20,000 players)."""
-        return self if self.checked is None else FloorSnapshot(self.at_ms, self.body)
+        if self.checked is None:
+            return self
+        index = (self.checked.cards, self.checked.order)
+        return FloorSnapshot(self.at_ms, self.source, delta=self.delta, index=index)
+
+    def whole(self) -> FloorSnapshot:
+        """The same floor archived whole (form 1): what a difference's base is."""
+        return FloorSnapshot(self.at_ms, self.source, self.checked, index=self.index)
 
     @classmethod
-    def parse(cls, raw: bytes) -> FloorSnapshot:
-        """Read an archived snapshot file; anything off the documented form is refused."""
+    def parse(cls, raw: bytes, base: bytes | None = None) -> FloorSnapshot:
+        """Read an archived snapshot file (a difference with its `base`, docs/fairness.md
+        section 10); anything off the documented form is refused."""
+        if is_delta(raw):
+            try:
+                at_ms, delta = parse_delta(raw)
+                if base is None:
+                    raise SnapshotError("the base of a RAPS floor difference is missing")
+                if hashlib.sha256(base).hexdigest() != delta.base_sha256 or is_delta(base):
+                    raise SnapshotError("the base of a RAPS floor difference is not the one named")
+                return cls(at_ms, apply_delta(cls.parse(base).body, delta), delta=delta)
+            except DeltaError as exc:
+                raise SnapshotError(str(exc)) from None
         text = raw.decode()
         header, sep, body = text.partition("\n")
         magic, _, at = header.rpartition(" ")
@@ -142,20 +180,24 @@ class FloorSnapshot:
 
     @cached_property
     def _raw(self) -> bytes:
+        if self.delta is not None:
+            return self.delta.file(self.at_ms)
         return f"{MAGIC} {self.at_ms}\n{self.body}".encode()
 
     def serialise(self) -> bytes:
+        """The archived file: the whole floor (form 1), or its difference (form 2)."""
         return self._raw
 
     @cached_property
     def sha256(self) -> str:
+        """The archived file's SHA-256 (the POOL record's `floor_sha256`)."""
         return hashlib.sha256(self._raw).hexdigest()
 
     @cached_property
     def table(self) -> FieldTable:
         """The body's fields as offsets, checked against the documented form."""
         try:
-            table = FieldTable.of(self._raw[self._raw.index(b"\n") + 1 :], WIDTH)
+            table = FieldTable.of(self.body.encode(), WIDTH)
         except FieldError as exc:
             if "line feed" in str(exc):
                 raise SnapshotError("a RAPS floor snapshot ends with a line feed") from None
@@ -198,12 +240,26 @@ class FloorSnapshot:
 
     def place(self, card: str) -> dict[str, str]:
         """Where the crew finds `card`: card, device, area, bank and seat ("" for an EGM)."""
+        fields = self._line(card).rstrip("\n").split("\t")
+        return {k: fields[COLUMNS.index(k)] for k in PLACE}
+
+    def _line(self, card: str) -> str:
+        index = self.index or (
+            (self.checked.cards, self.checked.order) if self.checked is not None else None
+        )
+        if index is not None and isinstance(self.source, list):
+            cards, order = index  # the rows of `source`, by a binary search in card order
+            at = bisect.bisect_left(order, card, key=cards.__getitem__)
+            row = int(order[at]) if at < len(cards) else -1
+            if row < 0 or cards[row] != card:
+                raise KeyError(card)
+            line: str = self.source[row]
+            return line
         body = self.body
         at = 0 if body.startswith(card + "\t") else body.find(f"\n{card}\t") + 1
         if at == 0 and not body.startswith(card + "\t"):
             raise KeyError(card)
-        fields = body[at : body.index("\n", at)].split("\t")
-        return {k: fields[COLUMNS.index(k)] for k in PLACE}
+        return body[at : body.index("\n", at)]
 
     def players(self) -> list[FloorPlayer]:
         """The snapshot as `FloorPlayer`s (for the per-player reference rules)."""
@@ -279,18 +335,24 @@ class Judgement:
 
 
 def check_floor(
-    pool_record: Mapping[str, Any], raw: bytes | None, pool: Pool | None, rules: RapsRules
+    pool_record: Mapping[str, Any],
+    raw: bytes | None,
+    pool: Pool | None,
+    rules: RapsRules,
+    base: bytes | None = None,
 ) -> Mismatch | None:
-    """Where an archived floor snapshot (`raw`, None when missing) does not give a RAPS
-    POOL record's pool under `rules`: its SHA-256 differs from the record's, it is not in
-    the documented form, or its eligible cards are not the pool file's. None: it does."""
+    """Where an archived floor snapshot (`raw`, None when missing; a difference with its
+    `base`) does not give a RAPS POOL record's pool under `rules`: its SHA-256 differs from
+    the record's, it is not in the documented form, or its eligible cards are not the pool
+    file's. None: it does."""
     want = str(pool_record["floor_sha256"])
     if raw is None:
         return Mismatch("floor", None, want, "no archived snapshot")
     try:
-        floor = FloorSnapshot.parse(raw)
-        if floor.sha256 != want:
-            return Mismatch("floor", None, want, floor.sha256)
+        found = hashlib.sha256(raw).hexdigest()
+        if found != want:
+            return Mismatch("floor", None, want, found)
+        floor = FloorSnapshot.parse(raw, base)
         eligible = judge(floor, rules).eligible
     except (SnapshotError, UnicodeDecodeError) as exc:
         return Mismatch("floor", None, "a snapshot in the documented form", str(exc))

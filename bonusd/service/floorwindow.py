@@ -62,6 +62,7 @@ class FloorWindow:
         every_s: float,
         near_s: float | None = None,
         check_s: float = CHECK_S,
+        base_lead_s: float = 0.0,
     ) -> None:
         self.jackpots, self.mirror = jackpots, jackpots.live_floor
         self._promotions = promotions
@@ -71,6 +72,8 @@ class FloorWindow:
         self.windows: list[SessionWindow] = []
         self.unsettled: set[str] = set()  # sessions past their window with claims still open
         self.releases = 0  # how many times the copy was let go (for tests and logs)
+        self.base_lead = dt.timedelta(seconds=base_lead_s)  # 0: picks archive the floor whole
+        self.based: dict[tuple[str, int], dt.datetime] = {}  # (session, jackpot) -> its time
 
     @classmethod
     def of(
@@ -82,8 +85,10 @@ class FloorWindow:
         """The window the settings give (`BONUSD_RAPS_FLOOR_LEAD_S`, `..._SYNC_S`,
         `..._NEAR_SYNC_S`)."""
         every_s, lead_s = settings.raps_floor_sync_s, settings.raps_floor_lead_s
-        near_s = settings.raps_floor_near_sync_s
-        return cls(jackpots, promotions, lead_s=lead_s, every_s=every_s, near_s=near_s)
+        near_s, base_s = settings.raps_floor_near_sync_s, settings.raps_floor_base_lead_s
+        return cls(
+            jackpots, promotions, lead_s=lead_s, every_s=every_s, near_s=near_s, base_lead_s=base_s
+        )
 
     def sessions(self) -> list[SessionWindow]:
         """The window of every RAPS session of the promotions running now."""
@@ -159,6 +164,43 @@ class FloorWindow:
             if not self.wanted() and self.mirror.seq is not None and self.mirror.release():
                 self.releases += 1
                 logger.info("RAPS floor mirror released: no session needs it until the next")
+
+    async def bases(self, stop: asyncio.Event) -> None:
+        """Archive each jackpot's base `base_lead` before its time (`prepare_floor`), so its
+        pick archives only what changed since (the leader runs this: it runs the picks),
+        until `stop`."""
+        if not self.base_lead:
+            return
+        while not stop.is_set():
+            await self.prepare_due()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.near_s)
+
+    async def prepare_due(self, now: dt.datetime | None = None) -> int:
+        """Archive the base of every jackpot whose time is within `base_lead` (once each);
+        returns how many. A failure is logged: that pick archives its floor whole."""
+        now = now or self.jackpots.clock.now()
+        self.based = {k: at for k, at in self.based.items() if at > now - SETTLE}
+        done = 0
+        for window in self.windows:
+            for number, at in enumerate(window.times, 1):
+                if not at - self.base_lead <= now < at or (window.subject, number) in self.based:
+                    continue
+                self.based[(window.subject, number)] = at
+                try:
+                    ok = await self.jackpots.prepare_floor(
+                        window.promotion_id, window.session_id, number
+                    )
+                    done += ok
+                except (BonusdError, *REDIS_ERRORS) as exc:
+                    logger.warning(
+                        "RAPS jackpot %s.j%d: its floor base was not archived (%s); its pick "
+                        "archives the whole floor",
+                        window.subject,
+                        number,
+                        exc,
+                    )
+        return done
 
     async def _check_quietly(self) -> None:
         try:

@@ -308,6 +308,8 @@ class Service:
             tg.create_task(self.notices.run(stop), name="sms-notices")
             tg.create_task(sweeper, name="idle-sweeper")
             tg.create_task(self.retention.run(stop), name="retention")
+            if self.settings.raps_floor_sync_s > 0:  # the picks' floor bases (the mirror's)
+                tg.create_task(self.floor_window.bases(stop), name="raps-bases")
 
     # -- rule changes -----------------------------------------------------------------------
 

@@ -55,9 +55,9 @@ class Site:
     keys: Keys
 
 
-def local(hour: int, minute: int = 0, second: int = 0) -> dt.datetime:
+def local(hour: int, minute: int = 0, second: int = 0, micro: int = 0) -> dt.datetime:
     zone = load_promotion(FESTA).zone
-    return dt.datetime(2025, 10, 4, hour, minute, second, tzinfo=zone)
+    return dt.datetime(2025, 10, 4, hour, minute, second, micro, tzinfo=zone)
 
 
 def counter_seeds() -> Callable[[int], bytes]:

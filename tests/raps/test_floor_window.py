@@ -110,3 +110,30 @@ async def test_the_copy_syncs_faster_in_the_seconds_around_each_jackpot(s: Site)
     await slow.check()
     s.clock.set(local(14, 29, 55))
     assert slow.interval() == 0.02  # never slower than the regular interval
+
+
+async def test_the_leader_archives_each_jackpots_base_just_before_its_time(s: Site) -> None:
+    """`prepare_due` archives jackpot n's floor base once, within `base_lead` of its time;
+    the pick then archives a difference from it."""
+    promotions = tuple(s.desk.promotions.promotions.values())
+    w = FloorWindow(s.desk, lambda: promotions, lead_s=600, every_s=0.25, base_lead_s=2)
+    s.clock.set(local(14, 29))
+    await fifty(s, s.clock.now())
+    await s.desk.commit_seeds(PID, SID)
+    await w.check()
+    s.clock.set(local(14, 29, 57))
+    assert await w.prepare_due() == 0  # 3 s before the first jackpot (14:30)
+    s.clock.set(local(14, 29, 58, 500_000))
+    assert await w.prepare_due() == 1
+    assert await w.prepare_due() == 0  # once each
+    s.clock.set(local(14, 30))
+    records = await s.desk.run_jackpot(PID, SID, 1)
+    archived = await s.redis.hgetall(s.keys.raps_floor(f"{PID}.{SID}.j1"))
+    assert len(archived) == 3  # the base, the difference, the attempt's name of it
+    assert archived[archived["1"]].startswith("bonusd-raps-floor 2 ")
+    assert records[0].payload["members"] == 30
+    off = FloorWindow(s.desk, lambda: promotions, lead_s=600, every_s=0.25)  # base lead 0
+    stop = asyncio.Event()
+    stop.set()
+    await off.bases(stop)  # returns at once: nothing to do
+    assert off.based == {}
