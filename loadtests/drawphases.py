@@ -22,7 +22,7 @@ Parts = dict[str, list[float]]  # part -> seconds per pick
 
 PARTS = (  # (label, class, method, is a coroutine)
     ("mirror sync (Redis script + applying the changed rows)", FloorMirror, "sync", True),
-    ("snapshot view (the file and the columns)", FloorMirror, "view", False),
+    ("snapshot view (the columns and the difference file)", FloorMirror, "view", False),
     ("decision (judge, pool, pick, records)", RapsBook, "select", False),
     ("audit commit (2 round trips, files and records)", AuditStore, "commit", True),
 )

@@ -10,6 +10,7 @@ the one `rapsfloor.judge` gives on the file itself (the tests hold the two toget
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -81,4 +82,6 @@ class FloorColumns:
         for mask in failed.values():
             ok &= ~mask
         rows = self.order[ok[self.order]].tolist()
-        return tuple(map(self.cards.__getitem__, rows)), failed
+        if len(rows) < 2:  # (itemgetter of one row gives the card, not a tuple of it)
+            return tuple(self.cards[row] for row in rows), failed
+        return operator.itemgetter(*rows)(self.cards), failed

@@ -22,7 +22,6 @@ import asyncio
 import bisect
 import contextlib
 import datetime as dt
-import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from bonusd.raps.table import FieldError, FieldTable
 
 logger = logging.getLogger(__name__)
 
+COLUMN_NAMES = ("_excluded", "_last", "_spend", "_area", "_tier", "_day")
 DELTA_AT_LEAST = 4_096  # a difference of up to this many cards is always worth archiving
 DAY = WIDTH  # the floor-row line's last field: the gaming day its spend is of
 REBUILD = "rebuild it with `bonusd floor reindex`"
@@ -109,16 +109,14 @@ class FloorMirror:
 
     def _clear(self) -> None:
         self.seq: int | None = None  # the floor-row-seq the mirror holds; None: nothing
-        self._slot: dict[str, int] = {}
-        self._free: list[int] = []
-        self._cards: list[str] = []  # per slot; "" when free
+        self._slot: dict[str, int] = {}  # card -> its slot (slots are 0 to size - 1)
+        self._cards: list[str] = []  # per slot
         self._lines: list[str] = []  # per slot: the snapshot line of the row's own day
         self._sorted: list[str] = []  # the cards on the floor in code-point order
         self._order = np.zeros(0, dtype=np.int64)  # their slots, in that order
         self._areas: dict[bytes, int] = {}
         self._tiers: dict[bytes, int] = {}
         self._days: dict[bytes, int] = {}
-        self._live = np.zeros(0, dtype=np.bool_)
         self._excluded = np.zeros(0, dtype=np.bool_)
         self._last = np.zeros(0, dtype=np.int64)
         self._spend = np.zeros(0, dtype=np.int64)
@@ -179,19 +177,14 @@ class FloorMirror:
             self._since.update(cards)
         written = [(c, r) for c, r in zip(cards, rows, strict=True) if r is not None]
         left = [c for c, r in zip(cards, rows, strict=True) if r is None and c in self._slot]
-        for card in left:
-            slot = self._slot.pop(card)
-            self._live[slot] = False
-            self._cards[slot] = self._lines[slot] = ""
-            self._free.append(slot)
+        moved = [self._drop(card) for card in left]
         table = _checked_rows([c for c, _ in written], [r for _, r in written]) if written else None
         joined = [c for c, _ in written if c not in self._slot]
         slots = np.fromiter((self._take_slot(c) for c, _ in written), np.int64, len(written))
-        self._reorder(left, joined)
+        self._reorder(left, joined, [c for c in moved if c in self._slot])
         if table is None:
             return
         self._reserve(len(self._cards))
-        self._live[slots] = True
         self._excluded[slots] = table.equals(EXCLUDED, b"1")
         last, spend = table.integers(LAST), table.integers(SPEND)
         assert last is not None
@@ -205,9 +198,25 @@ class FloorMirror:
             self._cards[slot] = card
             self._lines[slot] = row[: row.rindex("\t")] + "\n"  # the snapshot line: without the day
 
-    def _reorder(self, left: list[str], joined: list[str]) -> None:
-        """Keep the cards in code-point order as they leave and join (a pick's pool is in
-        that order: sorting 20,000 cards at every pick is what this saves)."""
+    def _drop(self, card: str) -> str:
+        """Free `card`'s slot by moving the last slot's card into it (the slots stay 0 to
+        size - 1, so a snapshot copies them whole); returns the card moved, or ""."""
+        slot, last = self._slot.pop(card), len(self._cards) - 1
+        moved = ""
+        if slot != last:
+            moved = self._cards[slot] = self._cards[last]
+            self._lines[slot] = self._lines[last]
+            self._slot[moved] = slot
+            for name in COLUMN_NAMES:
+                col = getattr(self, name)
+                col[slot] = col[last]
+        self._cards.pop()
+        self._lines.pop()
+        return moved
+
+    def _reorder(self, left: list[str], joined: list[str], moved: list[str]) -> None:
+        """Keep the cards in code-point order as they leave, move slot and join (a pick's
+        pool is in that order: sorting 20,000 cards at every pick is what this saves)."""
         if len(joined) + len(left) > len(self._sorted) // 4:  # a full read, or most of one
             self._sorted = sorted(self._slot)
             self._order = np.fromiter(map(self._slot.__getitem__, self._sorted), np.int64)
@@ -217,6 +226,8 @@ class FloorMirror:
             for position in sorted(at, reverse=True):
                 del self._sorted[position]
             self._order = np.delete(self._order, at)
+        for card in moved:
+            self._order[bisect.bisect_left(self._sorted, card)] = self._slot[card]
         if joined:
             joined.sort()
             at = [bisect.bisect_left(self._sorted, c) for c in joined]
@@ -227,20 +238,18 @@ class FloorMirror:
     def _take_slot(self, card: str) -> int:
         slot = self._slot.get(card)
         if slot is None:
-            slot = self._free.pop() if self._free else len(self._cards)
-            if slot == len(self._cards):
-                self._cards.append("")
-                self._lines.append("")
-            self._slot[card] = slot
+            slot = self._slot[card] = len(self._cards)
+            self._cards.append("")
+            self._lines.append("")
         return slot
 
     def _reserve(self, count: int) -> None:
         """Room in every column for `count` slots (grown by doubling)."""
-        have = len(self._live)
+        have = len(self._excluded)
         if count <= have:
             return
         more = max(count, 2 * have, 1024) - have
-        for name in ("_live", "_excluded", "_last", "_spend", "_area", "_tier", "_day"):
+        for name in COLUMN_NAMES:
             col = getattr(self, name)
             setattr(self, name, np.concatenate([col, np.zeros(more, dtype=col.dtype)]))
 
@@ -282,35 +291,29 @@ class FloorMirror:
         `day` has spent nothing on it (its spend is 0 in the file and the columns). With
         the `tag` of a confirmed base of the same day (`checkpoint`), archived as the
         difference from that base (docs/fairness.md section 10, form 2)."""
-        slots = len(self._cards)
-        live = self._live[:slots]
-        rows = np.flatnonzero(live)
-        other_day = self._day[rows] != self._days.get(day.encode(), -1)
-        spend = self._spend[rows]
-        lines = self._lines
+        size = len(self._cards)
+        other_day = self._day[:size] != self._days.get(day.encode(), -1)
+        spend = self._spend[:size].copy()
+        lines = self._lines[:]
         if other_day.any():
-            spend = np.where(other_day, 0, spend)
-            lines = list(lines)
-            for slot in rows[other_day].tolist():
+            spend[other_day] = 0
+            for slot in np.flatnonzero(other_day).tolist():
                 fields = lines[slot].split("\t")
                 fields[SPEND] = "0"
                 lines[slot] = "\t".join(fields)
-        row_of_slot = np.cumsum(live) - 1
-        alive = live.tolist()
         columns = FloorColumns(
-            cards=list(itertools.compress(self._cards, alive)),
-            order=row_of_slot[self._order],
-            area=self._area[rows],
-            tier=self._tier[rows],
-            last_play_ms=self._last[rows],
+            cards=self._cards[:],
+            order=self._order.copy(),
+            area=self._area[:size].copy(),
+            tier=self._tier[:size].copy(),
+            last_play_ms=self._last[:size].copy(),
             spend_cents=spend,
-            excluded=self._excluded[rows],
+            excluded=self._excluded[:size].copy(),
             areas=self._areas,
             tiers=self._tiers,
         )
-        source = list(itertools.compress(lines, alive))
         delta = self._delta(lines, day, tag) if tag else None
-        return FloorSnapshot(instant_ms(at), source, checked=columns, delta=delta)
+        return FloorSnapshot(instant_ms(at), lines, checked=columns, delta=delta)
 
     def _delta(self, lines: list[str], day: str, tag: str) -> FloorDelta | None:
         """The difference of the floor now (`lines`, per slot) from the confirmed base of
