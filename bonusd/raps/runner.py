@@ -275,9 +275,8 @@ class RapsRunner(LedgerRunner[RapsBook]):
                 writes.hsetnx(key, str(pool.round_no), ref)  # the attempt's, with the records
 
         records = await self.step(promotion_id, session_id, command, extra=archive)
-        for pool, snap in archives:
-            self._draws.remember_pool(pool)
-            self._floors[(pool.draw_id, pool.round_no)] = snap.lean()
+        for pool, _ in archives:  # (the book keeps the floor until the jackpot is settled;
+            self._draws.remember_pool(pool)  # a replay reads it from its archive)
         return records
 
     async def eligibility_report(self, jackpot_ref: str, attempt: int = 0) -> bytes:
