@@ -8,8 +8,8 @@ pure command on it, and commits the entries against the ledger length it read, t
 with the deadline index. A lost race (`StaleLedger`) reloads and decides again; so two
 daemons, or the scheduler and the desk, can never both announce the same pick. Within one
 daemon the cached book is shared by every task, so each draw has a lock: a load and a
-step hold it, and no task replays a record twice or sees changes not committed. The
-caches are bounded (`CacheBounds`): what they drop is read again on its next use.
+step hold it, and no task replays a record twice or sees changes not committed. The caches
+are bounded (`CacheBounds`: count, MB, idle time): what they drop is read again when used.
 
 Reading never writes: `book`, `ticket_list`, `letter` and `verify` read what the ledger
 holds and say what is missing. The entry bin is closed (`close_bin`) only by the scheduler
@@ -25,13 +25,13 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-from cachetools import TTLCache
 from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
 from bonusd.audit.store import AuditStore
 from bonusd.audit.writes import StepWrites
 from bonusd.clocks.clock import Clock
+from bonusd.draws import ledger
 from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, subject_of
 from bonusd.draws.changerunner import ChangeCommands
 from bonusd.draws.claims import Actor, ClaimError, Prize
@@ -74,7 +74,9 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
         super().__init__(redis, keys, audit, on_deadline_change=on_deadline_change, bounds=bounds)
         self.promotions, self.clock = promotions, clock
         self.seeds = SeedVault(redis, seal, seed_source)
-        self._pools: TTLCache[str, Pool] = TTLCache(bounds.pools, bounds.idle_s, self._now)
+        self._pools: ledger.DeskCache[str, Pool] = ledger.DeskCache(
+            bounds.pools, bounds.pools_mb * ledger.MB, bounds.idle_s, self._now, ledger.pool_bytes
+        )
         self._on_records = on_records
 
     # -- plans ------------------------------------------------------------------------------
@@ -108,7 +110,7 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
             if raw is None:
                 raise DrawError(f"pool file {commitment[:12]}… is missing from Redis")
             pool = self._pools[commitment] = parse_pool(cast(str, raw).encode())
-        return pool
+        return pool  # served even when too large to keep
 
     def remember_pool(self, pool: Pool) -> None:
         self._pools[pool.commitment] = pool

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import cast
 
-from cachetools import LRUCache
 from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Kind
 from bonusd.draws.fairness import Pool
+from bonusd.draws.ledger import SizedLRU, snapshot_bytes
 from bonusd.draws.rounds import RoundKey
 from bonusd.draws.verify import Mismatch
 from bonusd.errors import BonusdError
@@ -51,11 +51,11 @@ async def archived_floor(redis: Redis, keys: Keys, jid: str, attempt: int) -> Ar
     return found, None if base is None else base.encode()
 
 
-class FloorArchive(LRUCache[tuple[str, int], FloorSnapshot]):
+class FloorArchive(SizedLRU[tuple[str, int], FloorSnapshot]):
     """(jackpot id, attempt) -> the floor snapshot it was judged from, at most `maxsize`."""
 
-    def __init__(self, redis: Redis, keys: Keys, maxsize: int) -> None:
-        super().__init__(maxsize=maxsize)
+    def __init__(self, redis: Redis, keys: Keys, maxsize: int, budget: float) -> None:
+        super().__init__(maxsize, budget, snapshot_bytes)
         self._redis, self._keys = redis, keys  # not `keys`: a mapping's own method
 
     async def load(self, jid: str, attempt: int) -> FloorSnapshot:
@@ -70,7 +70,8 @@ class FloorArchive(LRUCache[tuple[str, int], FloorSnapshot]):
                     "restore it from the backup before running the session"
                 )
             snap = self[(jid, attempt)] = FloorSnapshot.parse(*raw)
-        return snap
+        # a copy: the field table a judgement makes (4x the lines) is not kept in the cache
+        return FloorSnapshot(snap.at_ms, snap.source, snap.checked, snap.delta, snap.index)
 
 
 async def floor_mismatches(

@@ -33,7 +33,7 @@ from bonusd.draws.book import SCHEDULER
 from bonusd.draws.claims import Actor, ClaimError
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource, commit_seed
-from bonusd.draws.ledger import DESK_CACHES, CacheBounds, ExcludedSincePool, LedgerRunner
+from bonusd.draws.ledger import DESK_CACHES, MB, CacheBounds, ExcludedSincePool, LedgerRunner
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import RoundKey
 from bonusd.draws.runner import DrawRunner
@@ -78,7 +78,7 @@ class RapsRunner(LedgerRunner[RapsBook]):
         super().__init__(redis, keys, audit, on_deadline_change=on_deadline_change, bounds=bounds)
         self.promotions, self.clock, self.calendar = promotions, clock, calendar
         self.seeds = SeedVault(redis, seal, seed_source)
-        self._floors = FloorArchive(redis, keys, bounds.floors)  # of the jackpots judged
+        self._floors = FloorArchive(redis, keys, bounds.floors, bounds.floors_mb * MB)
         self.live_floor = FloorMirror(redis, keys)  # the floor a pick judges
         self._random_times = LRUCache[tuple[str, str], tuple[dt.datetime, ...]](bounds.timetables)
         # pool files and the deadline index are the draw runner's: the same keys, one reader

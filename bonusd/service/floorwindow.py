@@ -9,14 +9,19 @@ A session's window opens `lead` before its first jackpot (a session with random 
 yet known here: before its start) and stays open until `SETTLE` after its last jackpot (or
 its end); after that, while the session has a claim timer or an empty-pool retry in the
 deadline index, or the runner's book of it has a claim still open, for at most `TAIL`. The
-windows and the open claims are read every `check_s` seconds, not at every sync.
+windows and the open claims are read every `check_s` seconds, not at every sync. After a
+release the C heap's free pages go back to the system (`trim_heap`): what the mirror and the
+picks freed would otherwise stay in the daemon's RSS until the next evening reused it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import datetime as dt
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +40,23 @@ TAIL = dt.timedelta(hours=12)  # the longest a session's open claims keep the fl
 CHECK_S = 5.0  # seconds between two reads of the windows and the open claims
 NEAR = dt.timedelta(seconds=10)  # before a jackpot's time: the mirror syncs every `near_s`
 CLOSED = WON_STATES | {RapsClaimState.RESELECTED}  # a claim in one of these is settled
+
+
+@functools.cache
+def _glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (it has `malloc_trim`), else None (musl, macOS)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+    return libc if hasattr(libc, "malloc_trim") else None
+
+
+def trim_heap() -> bool:
+    """Give the C heap's free pages back to the system (glibc `malloc_trim(0)`: freed numpy
+    arrays and buffers in the middle of the heap, which `free` keeps); whether any went."""
+    libc = _glibc()
+    return libc is not None and bool(libc.malloc_trim(0))
 
 
 @dataclass(frozen=True)
@@ -163,6 +185,7 @@ class FloorWindow:
             await self._check_quietly()
             if not self.wanted() and self.mirror.seq is not None and self.mirror.release():
                 self.releases += 1
+                trim_heap()
                 logger.info("RAPS floor mirror released: no session needs it until the next")
 
     async def bases(self, stop: asyncio.Event) -> None:

@@ -135,6 +135,9 @@ def desk_caches(settings: Settings) -> CacheBounds:
         floors=settings.desk_floor_snapshots,
         timetables=settings.desk_timetables,
         idle_s=settings.desk_idle_s,
+        books_mb=settings.desk_books_mb,
+        pools_mb=settings.desk_pools_mb,
+        floors_mb=settings.desk_floor_snapshots_mb,
     )
 
 
