@@ -12,9 +12,10 @@ Wednesday, and its RAPS session (14:00-21:00, a jackpot every 30 minutes) every 
 
 Samples every --sample-s wall seconds; a census by key family every `census_hours` of
 simulated time on a grid from the start (exact at the warm-up's end and at the end: the
-`MEMORY USAGE` of every key but the static member registry). When the clock reaches the
-week's end the soak pauses it, waits for the daemon to apply what the simulator sent,
-and takes the last census.
+bytes of every key but the static member registry, soakcensus.key_bytes). For those two
+the soak pauses the clock and waits for the daemon to apply what the simulator sent, so
+used_memory, MEMORY STATS and the keys are read on one state; it resumes the clock after
+the warm-up's census and stops at the week's end.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from floorload import prepare
 from floorload.scenarios import ROOT
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from soakcensus import memory_stats, newest_event_ms, redis_memory, take_census
+from soakcensus import census_sample, newest_event_ms, redis_memory
 from soakparts import Kiosks, LogWatch
 
 from bonusd.infra.sharedclock import SharedClock
@@ -167,8 +168,10 @@ def simulator_command(
     ]  # fmt: skip
 
 
-def change_clock(redis_url: str, site: prepare.Site, speed: float | None = None) -> dt.datetime:
-    """Pause the site's shared clock, or set its speed; returns its instant then."""
+def change_clock(
+    redis_url: str, site: prepare.Site, speed: float | None = None, *, resume: bool = False
+) -> dt.datetime:
+    """Pause the site's shared clock, resume it, or set its speed; its instant then."""
 
     async def change() -> dt.datetime:
         client = aioredis.Redis.from_url(redis_url, decode_responses=True)
@@ -176,7 +179,10 @@ def change_clock(redis_url: str, site: prepare.Site, speed: float | None = None)
             prefix = SharedClock.site_prefix(site.key_prefix, site.site)
             clock = SharedClock(client, prefix, changed_by="soak")
             await clock.open_existing()
-            await (clock.pause() if speed is None else clock.set_speed(speed))
+            if speed is not None:
+                await clock.set_speed(speed)
+            else:
+                await (clock.resume() if resume else clock.pause())
             return clock.now()
         finally:
             await client.aclose()
@@ -298,15 +304,19 @@ class WeekSampler:
         deadline = time.monotonic() + DRAIN_WAIT_S
         with contextlib.suppress(subprocess.TimeoutExpired):
             run.sim.wait(max(1.0, deadline - time.monotonic()))
-        last = -1
+        self.settle(deadline)
+        final = self.sample(kiosks, final=True)
+        final["simulator_exit"] = run.sim.poll()
+
+    def settle(self, deadline: float) -> None:
+        """Wait until the daemon's applied count stands still (or `deadline`)."""
+        run, last = self.run, -1
         while time.monotonic() < deadline:
             applied = int(run.client.hget(run.site.keys.stats, "applied") or 0)
             if applied == last:
                 break
             last = applied
             time.sleep(min(5.0, run.args.sample_s))
-        final = self.sample(kiosks, final=True)
-        final["simulator_exit"] = run.sim.poll()
 
     def sample(self, kiosks: Kiosks, *, final: bool = False) -> dict[str, Any]:
         run, plan = self.run, self.run.plan
@@ -319,34 +329,34 @@ class WeekSampler:
         except httpx.HTTPError:  # the daemon too busy to answer in 10 s: noted
             health = {"clock": self.clock.isoformat()}
             self.health_misses += 1
+        warm = not final and not self.warm_done and self.clock >= self.warm_at
+        if warm:  # the warm-up's census on a still state, as the end's: clock paused, drained
+            self.clock = change_clock(run.redis_url, run.site)
+            health["clock"] = self.clock.isoformat()
+            self.settle(time.monotonic() + DRAIN_WAIT_S)
         kiosks.draw = draw_of(self.clock, plan)
         run.log.read()
         used_mb, dbsize = redis_memory(run.client)
         newest = newest_event_ms(run.client, run.site.keys.lastseen)
         lag_s = None if newest is None else self.clock.timestamp() - newest / 1000
         sample: dict[str, Any] = {
-            "t_s": round(time.monotonic() - self.t0, 1),
-            "clock": health["clock"],
+            "t_s": round(time.monotonic() - self.t0, 1), "clock": health["clock"],
             "sim_h": round((self.clock - plan.start).total_seconds() / 3600, 2),
             "rss_mb": round(self.proc.memory_info().rss / 2**20, 1),
-            "redis_used_mb": round(used_mb, 1),
-            "redis_used_bytes": round(used_mb * 2**20),
-            "dbsize": dbsize,
-            "applied": int(run.client.hget(run.site.keys.stats, "applied") or 0),
+            "redis_used_mb": round(used_mb, 1), "redis_used_bytes": round(used_mb * 2**20),
+            "dbsize": dbsize, "applied": int(run.client.hget(run.site.keys.stats, "applied") or 0),
             "dead_letters": int(run.client.xlen(run.site.keys.deadletters)),
-            "rounds_drawn": run.log.rounds,
-            "warnings": len(run.log.warnings),
-            "errors": len(run.log.errors),
-            "ingest_lag_s": health.get("ingest_lag_seconds"),
-            "behind_sim_s": None if lag_s is None else round(lag_s, 1),
-            "frontier_ms": newest,
-            "speed": self.governor.speed,
-            "health_unanswered": self.health_misses,
+            "rounds_drawn": run.log.rounds, "warnings": len(run.log.warnings),
+            "errors": len(run.log.errors), "ingest_lag_s": health.get("ingest_lag_seconds"),
+            "behind_sim_s": None if lag_s is None else round(lag_s, 1), "frontier_ms": newest,
+            "speed": self.governor.speed, "health_unanswered": self.health_misses,
             "load_avg": round(psutil.getloadavg()[0], 2),
-        }
-        warm_due = not self.warm_done and self.clock >= self.warm_at
-        if final or warm_due or self.clock >= self.next_census:
+        }  # fmt: skip
+        if final or warm or self.clock >= self.next_census:
             self.census(sample, final=final)
+        if warm:
+            change_clock(run.redis_url, run.site, resume=True)
+            self.clock_read = time.monotonic()
         sample["activations"] = dict(kiosks.counts)
         self.samples.append(sample)
         with (run.args.out / "samples.jsonl").open("a") as fh:  # to follow a long run
@@ -361,18 +371,11 @@ class WeekSampler:
         return sample
 
     def census(self, sample: dict[str, Any], *, final: bool) -> None:
-        """A census into `sample`: exact at the warm-up's end and at the end."""
+        """A census into `sample`: exact at the warm-up's end and at the end, both taken
+        with the clock paused and the daemon drained (`census_sample`)."""
         run, plan = self.run, self.run.plan
         warm = not self.warm_done and self.clock >= self.warm_at
-        started = time.monotonic()
-        found = take_census(run.client, run.site.keys.base, exact=warm or final)
-        sample |= {
-            "families": dict(found.keys),
-            "family_bytes": {fam: round(size) for fam, size in found.bytes.items()},
-            "census_exact": warm or final,
-            "census_s": round(time.monotonic() - started, 2),
-            "memory_stats": memory_stats(run.client),
-        }
+        sample |= census_sample(run.client, run.site.keys.base, exact=warm or final)
         if warm:
             sample["warmup_end"] = self.warm_done = True
         step = dt.timedelta(hours=plan.census_hours)

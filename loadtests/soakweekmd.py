@@ -71,20 +71,41 @@ def _retained(fig: dict[str, Any]) -> list[str]:
     ]
     for name, grew in ret["kept_by_policy"].items():
         lines.append(f"| − kept by policy: {name} | {grew / MB:.2f} | {grew / events:.2f} |")
+    parts = [
+        ("of which bounded families", sum(ret["bounded_families_growth"].values())),
+        ("of which clients' buffers", ret["clients_buffers"]),
+        ("of which scripts (Lua, functions)", ret.get("scripts", 0)),
+        ("of which replication, AOF buffers", ret.get("replication_aof", 0)),
+        ("of which unattributed", ret["unattributed"]),
+    ]
     lines += [
-        f"| − the keyspace's bucket arrays | {ret['keyspace_buckets'] / MB:.2f} | "
-        f"{ret['keyspace_buckets'] / events:.2f} |",
+        f"| − the keyspace's tables (buckets, expiry entries) | "
+        f"{ret['keyspace_buckets'] / MB:.2f} | {ret['keyspace_buckets'] / events:.2f} |",
         f"| **= retained, not kept by policy** | **{ret['not_kept'] / MB:.2f}** | "
         f"**{ret['not_kept_per_event']:.3f}** |",
-        f"| of which bounded families | "
-        f"{sum(ret['bounded_families_growth'].values()) / MB:.2f} | |",
-        f"| of which clients' buffers | {ret['clients_buffers'] / MB:.2f} | |",
-        f"| of which unattributed (Redis overhead) | {ret['unattributed'] / MB:.2f} | |",
+        *(f"| {name} | {size / MB:.2f} | {size / events:.3f} |" for name, size in parts),
         "",
-        f"Events applied in between: {ret['events']:,}.",
+        f"Events applied in between: {ret['events']:,}. {_how_measured(ret)}",
         "",
     ]
     return lines
+
+
+def _how_measured(ret: dict[str, Any]) -> str:
+    """How the figures above are measured, with the run's own uncertainty."""
+    drift = ret.get("census_drift") or {}
+    moved = ", ".join(f"{k} {v:+,} B" for k, v in drift.items() if v is not None) or "not read"
+    return (
+        "Both censuses are taken with the clock paused and the daemon drained; used_memory, "
+        "MEMORY STATS and every key are read on that one state (used_memory moved while "
+        f"each census ran: {moved}). A family's bytes are its keys' `MEMORY USAGE ... "
+        "SAMPLES 0` plus jemalloc's size-class slack MEMORY USAGE leaves out: 8 bytes per "
+        "dict entry (a 24-byte entry in a 32-byte class), one per key and one per element "
+        "of a hash-table encoded hash, set or sorted set "
+        f"({ret.get('slack_growth', 0) / MB:+.2f} MB of the growth). The keyspace's tables "
+        "are MEMORY STATS' main dict less its 40 bytes a key (entry and object header, "
+        "already in the keys' bytes) and its expiry dict, 32 bytes an entry as allocated."
+    )
 
 
 def _rss_and_rate(res: dict[str, Any], fig: dict[str, Any]) -> list[str]:

@@ -3,15 +3,23 @@ time by key family, the daemon's RSS after the warm-up, the bytes Redis retained
 beyond what the retention policy keeps, and the checks; written as soak.json and soak.md.
 
 Bytes retained per event, from the exact census at the warm-up's end (`warm`) to the one
-at the week's end (`end`), the clock paused and the daemon drained:
+at the week's end (`end`), each taken with the clock paused and the daemon drained (so
+used_memory, MEMORY STATS and every key are read on the same data):
 
     (used_memory[end] - used_memory[warm]
      - the growth of every family the policy keeps over a week, group by group (`POLICY`)
-     - the growth of the keyspace's bucket arrays, which grow with the kept keys)
+     - the growth of the keyspace's own tables, which grow with the kept keys)
     / events applied between the two
 
+A family's bytes are its keys' as the allocator holds them (soakcensus.key_bytes: MEMORY
+USAGE SAMPLES 0 plus the 8 bytes jemalloc adds to each 24-byte dict entry). The
+keyspace's tables (`keyspace`) are what MEMORY STATS counts for the main dict beyond its
+40 bytes a key (a dict entry and the value's object header, both in each key's bytes
+already): its bucket array; and the expiry dict whole, 32 bytes an entry as allocated.
+
 What is left is the growth of everything the policy bounds (the floor's sessions and
-places, the registry, the stats, the sequence state) and Redis's other overhead.
+places, the registry, the stats, the sequence state) and of Redis's own buffers (clients,
+scripts, replication, AOF); what none of these explains is `unattributed`.
 """
 
 from __future__ import annotations
@@ -23,12 +31,12 @@ import os
 from typing import Any
 
 import psutil
-from soakcensus import unknown_keys
+from soakcensus import DICT_ENTRY_SLACK, unknown_keys
 from soakparts import LogWatch
 from soakweekmd import week_markdown
 
 MB = 2**20
-DICT_ENTRY = 24  # bytes of a keyspace entry, already in each key's MEMORY USAGE
+KEY_IN_MAIN = 40  # MEMORY STATS' main dict: a dictEntry (24) and a robj (16) a key
 
 POLICY: dict[str, tuple[str, frozenset[str]]] = {
     "days": (
@@ -61,11 +69,27 @@ def group_of(fam: str) -> str:
     return next((name for name, (_, fams) in POLICY.items() if fam in fams), "bounded")
 
 
-def buckets(sample: dict[str, Any]) -> int:
-    """The keyspace's hash-table bucket arrays (entries excluded: MEMORY USAGE has them)."""
+def keyspace(sample: dict[str, Any]) -> int:
+    """The keyspace's tables beyond what each key's bytes hold (the module's docstring):
+    the main dict's bucket array, and the expiry dict (entries as allocated, buckets)."""
     stats = sample.get("memory_stats") or {}
-    main = stats.get("hashtable_main", 0) - DICT_ENTRY * stats.get("keys", 0)
-    return int(max(0, main) + stats.get("hashtable_expires", 0))
+    main = stats.get("hashtable_main", 0) - KEY_IN_MAIN * stats.get("keys", 0)
+    expires = stats.get("hashtable_expires", 0) + DICT_ENTRY_SLACK * stats.get("expires", 0)
+    return int(max(0, main) + expires)
+
+
+def redis_buffers(sample: dict[str, Any]) -> dict[str, int]:
+    """Redis's own buffers in MEMORY STATS: clients', scripts', replication's and AOF's."""
+    stats = sample.get("memory_stats") or {}
+
+    def total(*names: str) -> int:
+        return sum(int(stats.get(name, 0)) for name in names)
+
+    return {
+        "clients": total("clients_normal", "clients_slaves"),
+        "scripts": total("lua_caches", "functions_caches"),
+        "replication_aof": total("replication_backlog", "aof_buffer", "cluster_links"),
+    }
 
 
 def by_group(sample: dict[str, Any]) -> dict[str, float]:
@@ -87,12 +111,13 @@ def retained(warm: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
     for fam, grew in growth.items():
         if group_of(fam) != "bounded":
             kept[group_of(fam)] += grew
-    table = buckets(end) - buckets(warm)
+    table = keyspace(end) - keyspace(warm)
     left = used - sum(kept.values()) - table
     bounded = {f: g for f, g in sorted(growth.items()) if group_of(f) == "bounded" and g}
-    clients = end["memory_stats"].get("clients_normal", 0) - warm["memory_stats"].get(
-        "clients_normal", 0
-    )
+    before, after = redis_buffers(warm), redis_buffers(end)
+    buffers = {name: after[name] - before[name] for name in after}
+    unattributed = left - sum(bounded.values()) - sum(buffers.values())
+    slack = sum(end.get("family_slack", {}).values()) - sum(warm.get("family_slack", {}).values())
     return {
         "used_memory_growth": used,
         "events": events,
@@ -102,8 +127,13 @@ def retained(warm: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
         "not_kept": left,
         "not_kept_per_event": round(left / max(1, events), 3),
         "bounded_families_growth": bounded,
-        "clients_buffers": clients,
-        "unattributed": left - sum(bounded.values()) - clients,
+        "clients_buffers": buffers["clients"],
+        "scripts": buffers["scripts"],
+        "replication_aof": buffers["replication_aof"],
+        "unattributed": unattributed,
+        "unattributed_per_event": round(unattributed / max(1, events), 3),
+        "slack_growth": slack,
+        "census_drift": {"warm": warm.get("census_drift"), "end": end.get("census_drift")},
     }
 
 
