@@ -67,7 +67,7 @@ data already in Redis) are explained here, where they are defined:
     multipliers-active                     set    multiplier windows open now
     seed:{subject}:{tombola}:{round}       string a round's seed (draws, raps)
     poolfile:{commitment}                  string an archived pool file
-    rapsfloor:{jackpot}                    hash   file:{sha256} -> a snapshot or base; attempt -> name
+    rapsfloor:{jackpot}                    hash   file:{sha256} -> a floor file; attempt -> its name
     letters, deadlines                     hash, zset  prize letters; claim deadlines
     fired:{instant}:{action}:{ids}         string a timed action's once-marker (service)
     leader, leader:token, leader:fired-by  string, string, hash  the lease (infra)

@@ -18,7 +18,12 @@
 -- a full read does. The log holds each card once: its size is the cards changed within
 -- the horizon (at that peak the whole floor, 10,000 cards in 988 KB, beside floor-row's
 -- 1.25 MB), at most the floor and the cards that left it within the horizon.
+-- A quiet floor makes few, large calls, so 40,000 calls can be a whole day and the log
+-- would keep every card seen that day (a week's soak: 42,000 cards after one day), so the
+-- log is also capped by cards: at most twice the cards on the floor (at least 10,000),
+-- the oldest changes trimmed first, in batches of 1,000.
 local FLOOR_LOG_KEEP = 40000
+local FLOOR_LOG_MIN_CARDS = 10000
 local function log_floor_rows(base, changed)
   if next(changed) == nil then return end
   local seq = redis.call('INCR', base .. 'floor-row-seq')
@@ -30,8 +35,17 @@ local function log_floor_rows(base, changed)
     if #args >= 1000 then redis.call('ZADD', log, unpack(args)); args = {} end
   end
   if #args > 0 then redis.call('ZADD', log, unpack(args)) end
+  local low = 0
   if seq % 1000 == 0 and seq > FLOOR_LOG_KEEP then
-    local low = seq - FLOOR_LOG_KEEP
+    low = seq - FLOOR_LOG_KEEP
+  end
+  local logged = redis.call('ZCARD', log)
+  local cap = math.max(FLOOR_LOG_MIN_CARDS, 2 * redis.call('HLEN', base .. 'floor-row'))
+  if logged > cap + 1000 then  -- the oldest beyond the cap go (in batches of 1,000)
+    local cut = redis.call('ZRANGE', log, logged - cap - 1, logged - cap - 1, 'WITHSCORES')
+    low = math.max(low, tonumber(cut[2]))
+  end
+  if low > tonumber(redis.call('GET', base .. 'floor-row-low') or '0') then
     redis.call('ZREMRANGEBYSCORE', log, '-inf', low)
     redis.call('SET', base .. 'floor-row-low', low)
   end

@@ -236,6 +236,28 @@ async def test_the_log_keeps_each_card_once_and_drops_what_is_too_old(
     assert await r.zrange(log, 0, -1) == ["C1"]  # entries 40,000 writes old or more are gone
 
 
+async def test_the_log_keeps_at_most_twice_the_floor_in_cards(
+    aredis: aioredis.Redis, site: str
+) -> None:
+    """A quiet day's few large calls would keep every card seen that day: past twice the
+    floor (at least 10,000 cards) the oldest changes go, and a mirror older than them
+    reads the floor whole."""
+    r, (keys, st_, mirror) = aredis, parts(aredis, site)
+    log = keys.base + "floor-row-log"
+    await st_.apply_batch([event(1, "game", "C1", "EGM-1", AT_MS - 9_000, day=NEXT)], [])
+    await mirror.sync()
+    gone = {f"G{n:05d}": n for n in range(2, 11_002)}  # 11,000 cards that came and went
+    await r.zadd(log, gone)
+    await r.set(keys.base + "floor-row-seq", 11_001)
+    await st_.apply_batch([event(2, "game", "C1", "EGM-1", AT_MS - 8_000, day=NEXT)], [])
+    assert await r.get(keys.base + "floor-row-low") == "1002"  # 11,001 logged: 1,001 went
+    assert await r.zcard(log) == 10_000
+    assert await r.zscore(log, "G01002") is None and await r.zscore(log, "G01003") == 1_003
+    reads = mirror.full_reads
+    await mirror.sync()  # it held seq 1, older than the log now reaches: read whole
+    assert mirror.full_reads == reads + 1 and mirror.size == 1
+
+
 async def test_follow_keeps_the_mirror_current_until_stopped(
     aredis: aioredis.Redis, site: str
 ) -> None:
