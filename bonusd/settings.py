@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     desk_idle_s: float = Field(default=7200.0, gt=0, le=30 * 86_400)  # books, pool files
     # ... and by megabytes, each entry sized by what it holds (a 1,000,000-ticket pool file
     # ~16 MB, a floor snapshot ~1.3 MB at 20,000 players); one larger than its whole budget
-    # is used but not kept
+    # is kept alone
     desk_books_mb: float = Field(default=48.0, gt=0, le=100_000)
     desk_pools_mb: float = Field(default=32.0, gt=0, le=100_000)
     desk_floor_snapshots_mb: float = Field(default=8.0, gt=0, le=100_000)

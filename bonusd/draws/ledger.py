@@ -108,7 +108,7 @@ class CacheBounds:
     RAPS sessions), pool files, RAPS floor snapshots, random jackpot timetables. Each cache
     is bounded by a count and, but for the timetables, by megabytes (as `pool_bytes`,
     `snapshot_bytes` and `book_bytes` size its entries), the least recently used dropped
-    first; an entry larger than its whole budget is served but not kept. The defaults hold
+    first; an entry larger than its whole budget is kept alone. The defaults hold
     what a busy night needs (docs/settings.md, "Memory"): a campaign's draws (Golden Horse:
     4 and a Final) or a night's RAPS session, its 14 jackpots with a few retries. Books and
     pool files also go once unused for `idle_s` of the daemon's clock, so a finished night's
@@ -132,9 +132,10 @@ V = TypeVar("V")
 
 class DeskCache(TTLCache[K, V, float]):
     """At most `count` entries and `budget` bytes (`sizeof` each), least recently used
-    dropped first, and none unused for `idle_s` of `timer`. Storing an entry larger than
-    the whole budget keeps nothing under its key (the caller still has it). Idle entries
-    go at every store and every `get`, so a quiet cache does not hold a finished night."""
+    dropped first, and none unused for `idle_s` of `timer`. An entry larger than the whole
+    budget is kept alone (counted as the budget): the one in use is never read again while
+    it is. Idle entries go at every store and every `get`, so a quiet cache does not hold
+    a finished night."""
 
     def __init__(
         self,
@@ -144,15 +145,11 @@ class DeskCache(TTLCache[K, V, float]):
         timer: Callable[[], float],
         sizeof: Callable[[V], float],
     ) -> None:
-        super().__init__(budget, idle_s, timer, sizeof)
+        super().__init__(budget, idle_s, timer, lambda value: min(sizeof(value), budget))
         self.count = count
 
     def __setitem__(self, key: K, value: V) -> None:
-        try:
-            super().__setitem__(key, value)
-        except ValueError:  # larger than the whole budget: not kept (nor an older version)
-            self.pop(key, None)
-            return
+        super().__setitem__(key, value)
         while len(self) > self.count:
             self.popitem()
 
@@ -162,19 +159,15 @@ class DeskCache(TTLCache[K, V, float]):
 
 
 class SizedLRU(LRUCache[K, V]):
-    """An LRU cache of at most `count` entries and `budget` bytes (`sizeof` each); storing
-    an entry larger than the whole budget keeps nothing under its key."""
+    """An LRU cache of at most `count` entries and `budget` bytes (`sizeof` each); an entry
+    larger than the whole budget is kept alone."""
 
     def __init__(self, count: int, budget: float, sizeof: Callable[[V], float]) -> None:
-        super().__init__(budget, sizeof)
+        super().__init__(budget, lambda value: min(sizeof(value), budget))
         self.count = count
 
     def __setitem__(self, key: K, value: V) -> None:
-        try:
-            super().__setitem__(key, value)
-        except ValueError:
-            self.pop(key, None)
-            return
+        super().__setitem__(key, value)
         while len(self) > self.count:
             self.popitem()
 
