@@ -132,6 +132,12 @@ async def test_the_leader_archives_each_jackpots_base_just_before_its_time(s: Si
     assert len(archived) == 3  # the base, the difference, the attempt's name of it
     assert archived[archived["1"]].startswith("bonusd-raps-floor 2 ")
     assert records[0].payload["members"] == 30
+    book = s.desk.cached(f"{PID}.{SID}")
+    assert book is not None and isinstance(book.jackpot(1).floor.source, list)
+    where = book.jackpot(1).floor.place("E01")
+    assert w.compact() == 1 and w.compact() == 0  # once picked, its lines as one string
+    assert isinstance(book.jackpot(1).floor.source, str)
+    assert book.jackpot(1).floor.place("E01") == where
     off = FloorWindow(s.desk, lambda: promotions, lead_s=600, every_s=0.25)  # base lead 0
     stop = asyncio.Event()
     stop.set()
