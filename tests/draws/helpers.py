@@ -25,9 +25,10 @@ from bonusd.draws.claims import (
     ClaimRole,
     Prize,
 )
+from bonusd.draws.ledger import DESK_CACHES, CacheBounds
 from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
-from bonusd.promotions import Promotion
+from bonusd.promotions import Promotion, load_promotion
 from bonusd.promotions.kinds import Tombola
 from bonusd.promotions.pool import EntryPool
 from bonusd.promotions.store import PromotionStore
@@ -233,3 +234,34 @@ class HttpDesk:
 
     async def keyspace(self) -> dict[bytes, tuple[bytes | None, bool]]:
         return await snapshot(self.redis, self.service.keys.base)
+
+
+async def bounded_site(
+    site: str,
+    redis_url: str,
+    bounds: CacheBounds = DESK_CACHES,
+    draws: tuple[str, ...] = ("halfway", "bonus"),
+) -> Site:
+    """Golden Horse on `site`, clock at 12:00 on the halfway draw's day, with a draw runner
+    whose caches have `bounds`, and the entry pools of `draws` (20 members each, C00..C19)."""
+    r = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    keys = Keys("bonusd", site)
+    promotion = load_promotion(GH)
+    store = PromotionStore(r, keys, [promotion])
+    clock = ManualClock(
+        dt.datetime.combine(promotion.draw("halfway").date, dt.time(12), promotion.zone)
+    )
+    runner = DrawRunner(
+        redis=r,
+        keys=keys,
+        audit=AuditStore(r, keys),
+        promotions=store,
+        clock=clock,
+        seal=SEAL,
+        seed_source=seeds(7),
+        bounds=bounds,
+    )
+    s = Site(r, keys, promotion, store, clock, runner)
+    for draw in draws:
+        await s.entry_pool(draw, {Tombola.POOLED: {f"C{n:02d}": 1 + n % 4 for n in range(20)}})
+    return s

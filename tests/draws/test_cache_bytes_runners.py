@@ -13,21 +13,11 @@ from typing import Any
 
 import pytest
 import redis
-import redis.asyncio as aioredis
 
 from bonusd.audit.chain import Kind
-from bonusd.audit.store import AuditStore
-from bonusd.clocks.clock import ManualClock
 from bonusd.draws.ledger import CacheBounds
-from bonusd.draws.runner import DrawRunner
-from bonusd.infra.keys import Keys
-from bonusd.promotions import load_promotion
-from bonusd.promotions.kinds import Tombola
-from bonusd.promotions.store import PromotionStore
-from bonusd.raps.runner import RapsRunner
 from tests.draws import helpers as dh
 from tests.raps import helpers as rh
-from tests.seal_helpers import SEAL
 
 ONE_KEPT = CacheBounds(books_mb=1e-6, pools_mb=1e-6, floors_mb=1e-6)
 ALL_KEPT = CacheBounds(books=1000, pools=1000, floors=1000, books_mb=1e4, pools_mb=1e4)
@@ -42,35 +32,11 @@ def drop_site(redis_url: str, name: str) -> None:
 
 
 # -- draws: two Golden Horse draws side by side ----------------------------------------------
-async def draw_site(site: str, redis_url: str, bounds: CacheBounds) -> dh.Site:
-    r = aioredis.Redis.from_url(redis_url, decode_responses=True)
-    keys = Keys("bonusd", site)
-    promotion = load_promotion(dh.GH)
-    store = PromotionStore(r, keys, [promotion])
-    clock = ManualClock(
-        dt.datetime.combine(promotion.draw("halfway").date, dt.time(12), promotion.zone)
-    )
-    runner = DrawRunner(
-        redis=r,
-        keys=keys,
-        audit=AuditStore(r, keys),
-        promotions=store,
-        clock=clock,
-        seal=SEAL,
-        seed_source=dh.seeds(7),
-        bounds=bounds,
-    )
-    s = dh.Site(r, keys, promotion, store, clock, runner)
-    for draw in DRAWS:
-        await s.entry_pool(draw, {Tombola.POOLED: {f"C{n:02d}": 1 + n % 4 for n in range(20)}})
-    return s
-
-
 @pytest.fixture
 async def draw_pair(site: str, redis_url: str) -> AsyncIterator[tuple[dh.Site, dh.Site]]:
     other = f"t{uuid.uuid4().hex[:10]}"
-    small = await draw_site(site, redis_url, ONE_KEPT)
-    big = await draw_site(other, redis_url, ALL_KEPT)
+    small = await dh.bounded_site(site, redis_url, ONE_KEPT)
+    big = await dh.bounded_site(other, redis_url, ALL_KEPT)
     yield small, big
     await small.redis.aclose()
     await big.redis.aclose()
@@ -126,29 +92,13 @@ async def test_a_pool_file_larger_than_the_budget_is_kept_alone(
 
 
 # -- RAPS: two Festa Fortuna sessions a week apart -------------------------------------------
-def bounded(s: rh.Site, bounds: CacheBounds) -> rh.Site:
-    old = s.desk
-    s.desk = RapsRunner(
-        redis=s.redis,
-        keys=s.keys,
-        audit=old.audit,
-        promotions=old.promotions,
-        clock=s.clock,
-        calendar=old.calendar,
-        seal=old.seeds.seal,
-        seed_source=rh.counter_seeds(),
-        bounds=bounds,
-    )
-    return s
-
-
 @pytest.fixture
 async def raps_pair(
     site: str, redis_url: str, tmp_path: Path
 ) -> AsyncIterator[tuple[rh.Site, rh.Site]]:
     other = f"t{uuid.uuid4().hex[:10]}"
-    small = bounded(await rh.make_site(site, redis_url, tmp_path, "carry_over"), ONE_KEPT)
-    big = bounded(await rh.make_site(other, redis_url, tmp_path, "carry_over"), ALL_KEPT)
+    small = rh.bounded(await rh.make_site(site, redis_url, tmp_path, "carry_over"), ONE_KEPT)
+    big = rh.bounded(await rh.make_site(other, redis_url, tmp_path, "carry_over"), ALL_KEPT)
     yield small, big
     await small.redis.aclose()
     await big.redis.aclose()

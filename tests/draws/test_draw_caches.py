@@ -13,53 +13,20 @@ from typing import Any
 
 import pytest
 import redis
-import redis.asyncio as aioredis
 
-from bonusd.audit.store import AuditStore
-from bonusd.clocks.clock import ManualClock
 from bonusd.draws.ledger import CacheBounds
-from bonusd.draws.runner import DrawRunner
-from bonusd.infra.keys import Keys
-from bonusd.promotions import load_promotion
-from bonusd.promotions.kinds import Tombola
-from bonusd.promotions.store import PromotionStore
-from tests.draws.helpers import CREW, DESK, FIVE_PRIZES, GH, PID, POOLED1, Site, seeds
-from tests.seal_helpers import SEAL
+from tests.draws.helpers import CREW, DESK, FIVE_PRIZES, PID, POOLED1, Site, bounded_site
 
 TINY = CacheBounds(books=1, pools=1, floors=1, timetables=1)
 DRAWS = ("halfway", "bonus")
-
-
-async def make(site: str, redis_url: str, bounds: CacheBounds) -> Site:
-    r = aioredis.Redis.from_url(redis_url, decode_responses=True)
-    keys = Keys("bonusd", site)
-    promotion = load_promotion(GH)
-    store = PromotionStore(r, keys, [promotion])
-    clock = ManualClock(
-        dt.datetime.combine(promotion.draw("halfway").date, dt.time(12), promotion.zone)
-    )
-    runner = DrawRunner(
-        redis=r,
-        keys=keys,
-        audit=AuditStore(r, keys),
-        promotions=store,
-        clock=clock,
-        seal=SEAL,
-        seed_source=seeds(7),
-        bounds=bounds,
-    )
-    s = Site(r, keys, promotion, store, clock, runner)
-    for draw in DRAWS:
-        await s.entry_pool(draw, {Tombola.POOLED: {f"C{n:02d}": 1 + n % 4 for n in range(20)}})
-    return s
 
 
 @pytest.fixture
 async def pair(site: str, redis_url: str) -> AsyncIterator[tuple[Site, Site]]:
     """The same promotion on two sites: one runner with the smallest caches, one unbounded."""
     other = f"t{uuid.uuid4().hex[:10]}"
-    tiny = await make(site, redis_url, TINY)
-    big = await make(other, redis_url, CacheBounds(books=1000, pools=1000))
+    tiny = await bounded_site(site, redis_url, TINY)
+    big = await bounded_site(other, redis_url, CacheBounds(books=1000, pools=1000))
     yield tiny, big
     await tiny.redis.aclose()
     await big.redis.aclose()

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.draws.claims import Actor, ClaimError, ClaimRole
+from bonusd.draws.ledger import CacheBounds
 from bonusd.errors import NotFoundError
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
@@ -223,3 +224,20 @@ async def crew_verifies_at_the_device_and_the_jackpot_verifies(s: Site) -> None:
     assert chain.startswith("chain intact") and result and all(v.ok for v in result.values())
     with pytest.raises(NotFoundError):
         await s.desk.verify("j1")
+
+
+def bounded(s: Site, bounds: CacheBounds) -> Site:
+    """The site with a runner of its own whose caches have these bounds."""
+    old = s.desk
+    s.desk = RapsRunner(
+        redis=s.redis,
+        keys=s.keys,
+        audit=old.audit,
+        promotions=old.promotions,
+        clock=s.clock,
+        calendar=old.calendar,
+        seal=old.seeds.seal,
+        seed_source=counter_seeds(),
+        bounds=bounds,
+    )
+    return s

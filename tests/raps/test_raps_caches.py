@@ -14,28 +14,10 @@ import pytest
 import redis
 
 from bonusd.draws.ledger import CacheBounds
-from bonusd.raps.runner import RapsRunner
-from tests.raps.helpers import CREW, PID, SID, Site, counter_seeds, fifty, local, make_site
+from tests.raps.helpers import CREW, PID, SID, Site, bounded, fifty, local, make_site
 
 TINY = CacheBounds(books=1, pools=1, floors=1, timetables=1)
 LATER = "jackpot-2025-10-11"  # the series' second session, a week later
-
-
-def bounded(s: Site, bounds: CacheBounds) -> Site:
-    """The site with a runner of its own whose caches have these bounds."""
-    old = s.desk
-    s.desk = RapsRunner(
-        redis=s.redis,
-        keys=s.keys,
-        audit=old.audit,
-        promotions=old.promotions,
-        clock=s.clock,
-        calendar=old.calendar,
-        seal=old.seeds.seal,
-        seed_source=counter_seeds(),
-        bounds=bounds,
-    )
-    return s
 
 
 @pytest.fixture
