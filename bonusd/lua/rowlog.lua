@@ -21,7 +21,7 @@
 -- A quiet floor makes few, large calls, so 40,000 calls can be a whole day and the log
 -- would keep every card seen that day (a week's soak: 42,000 cards after one day), so the
 -- log is also capped by cards: at most twice the cards on the floor (at least 10,000),
--- the oldest changes trimmed first, in batches of 1,000.
+-- the oldest changes trimmed first, looked at every 64 calls, in batches of 1,000.
 local FLOOR_LOG_KEEP = 40000
 local FLOOR_LOG_MIN_CARDS = 10000
 local function log_floor_rows(base, changed)
@@ -39,13 +39,15 @@ local function log_floor_rows(base, changed)
   if seq % 1000 == 0 and seq > FLOOR_LOG_KEEP then
     low = seq - FLOOR_LOG_KEEP
   end
-  local logged = redis.call('ZCARD', log)
-  local cap = math.max(FLOOR_LOG_MIN_CARDS, 2 * redis.call('HLEN', base .. 'floor-row'))
-  if logged > cap + 1000 then  -- the oldest beyond the cap go (in batches of 1,000)
-    local cut = redis.call('ZRANGE', log, logged - cap - 1, logged - cap - 1, 'WITHSCORES')
-    low = math.max(low, tonumber(cut[2]))
+  if seq % 64 == 0 then  -- the oldest beyond the cap go (in batches of 1,000 or more)
+    local logged = redis.call('ZCARD', log)
+    local cap = math.max(FLOOR_LOG_MIN_CARDS, 2 * redis.call('HLEN', base .. 'floor-row'))
+    if logged > cap + 1000 then
+      local cut = redis.call('ZRANGE', log, logged - cap - 1, logged - cap - 1, 'WITHSCORES')
+      low = math.max(low, tonumber(cut[2]))
+    end
   end
-  if low > tonumber(redis.call('GET', base .. 'floor-row-low') or '0') then
+  if low > 0 and low > tonumber(redis.call('GET', base .. 'floor-row-low') or '0') then
     redis.call('ZREMRANGEBYSCORE', log, '-inf', low)
     redis.call('SET', base .. 'floor-row-low', low)
   end

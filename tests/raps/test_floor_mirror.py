@@ -248,7 +248,7 @@ async def test_the_log_keeps_at_most_twice_the_floor_in_cards(
     await mirror.sync()
     gone = {f"G{n:05d}": n for n in range(2, 11_002)}  # 11,000 cards that came and went
     await r.zadd(log, gone)
-    await r.set(keys.base + "floor-row-seq", 11_001)
+    await r.set(keys.base + "floor-row-seq", 11_007)  # the next call is the 11,008th: 64 x 172
     await st_.apply_batch([event(2, "game", "C1", "EGM-1", AT_MS - 8_000, day=NEXT)], [])
     assert await r.get(keys.base + "floor-row-low") == "1002"  # 11,001 logged: 1,001 went
     assert await r.zcard(log) == 10_000
