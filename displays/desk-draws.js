@@ -92,7 +92,9 @@ export function initDraws(ctx) {
     const state = detail.ok ? detail.data.draws.find((d) => d.id === draw) : null;
     if (current.promotion !== promotion || current.draw !== draw) return; // another draw was opened meanwhile
     const redraw = () => fill(slot, drawPanel(promotion, draw, book.data, { changes, names, state }, message));
-    if (quiet) keeping(slot, redraw);
+    // opening the draw already shown keeps what its result slot says (a report asked meanwhile)
+    const same = slot.querySelector(':scope > #draw-panel')?.dataset.subject === book.data.draw;
+    if (quiet || (same && !message)) keeping(slot, redraw);
     else redraw();
     if (!message && !quiet) slot.scrollIntoView({ block: 'start' });
   }
@@ -100,6 +102,11 @@ export function initDraws(ctx) {
   function drawPanel(promotion, draw, b, { changes, names, state }, message) {
     const base = ['promotions', promotion, 'draws', draw];
     const out = h('div', { class: 'result-slot', id: 'draw-result' }, message);
+    // an answer lands in the panel shown now: a reload may have replaced this one meanwhile
+    const say = (node) => {
+      const live = document.querySelector(`#draw-panel[data-subject="${CSS.escape(b.draw)}"] > #draw-result`);
+      fill(live || out, node);
+    };
     const reload = () => openDraw(promotion, draw);
     // a change redraws the panel with the result on top; a refusal stays where it was asked
     const after = async (result, okText) => {
@@ -123,16 +130,16 @@ export function initDraws(ctx) {
           if (early && !window.confirm(ask)) return;
           const r = await api(path(...base, 'run'), { method: 'POST', body: { round: n } });
           const shown = await after(r, `Round ${n} run: ${countPicks(r.data, n)} winner(s) on the book.`);
-          if (shown) fill(out, shown);
+          if (shown) say(shown);
         })),
         button('Refresh', reload),
         button('Draw report', async () => {
           const r = await api(path(...base, 'report'), { accept: 'text/plain' });
-          fill(out, r.ok ? h('pre', { class: 'report', id: 'report', text: r.data }) : resultLine(r, ''));
+          say(r.ok ? h('pre', { class: 'report', id: 'report', text: r.data }) : resultLine(r, ''));
         }, { name: 'report' }),
         button('Verify', async () => {
           const r = await api(path(...base, 'verify'));
-          fill(out, r.ok ? verifyResult(r.data) : resultLine(r, ''));
+          say(r.ok ? verifyResult(r.data) : resultLine(r, ''));
         }, { name: 'verify' }),
       ),
       out,
