@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from bonusd.access.auth import Principal, Role
 from bonusd.api.context import Admin, Ctx, require
 from bonusd.api.fields import Card
+from bonusd.api.playermodels import PublicBoardOut, PublicPlaceOut
 from bonusd.api.promotionmodels import (
     DrawState,
     DrawStateOut,
@@ -33,6 +34,7 @@ from bonusd.api.promotionmodels import (
 )
 from bonusd.audit.chain import Kind
 from bonusd.errors import NotFoundError, ServiceUnavailableError
+from bonusd.kiosk.standings import public_board
 from bonusd.promotions import Channel, Draw, Promotion, PromotionFileError, Side, Standing
 from bonusd.promotions.kioskview import kiosk_standing
 from bonusd.promotions.store import ActivationRefused, PromotionStore
@@ -222,15 +224,26 @@ async def leaderboard(
     principal: Reader,
     *,
     view: View = View.PUBLISHED,
-) -> PublishedBoardOut | LiveBoardOut:
-    """The published weekly board (anyone), or the live board (desk)."""
+) -> PublishedBoardOut | LiveBoardOut | PublicBoardOut:
+    """The published weekly board (the desk: full card numbers; a screen, handheld or
+    kiosk: masked as the floor screens show it), or the live board (desk)."""
     store = ctx.promotions
+    desk = principal.role in (Role.DESK, Role.ADMIN)
     try:
-        if view is View.PUBLISHED:
+        if view is View.PUBLISHED and desk:
             return PublishedBoardOut.model_validate(
                 await store.published_board(promotion, draw, side)
             )
-        if principal.role not in (Role.DESK, Role.ADMIN):
+        if view is View.PUBLISHED:
+            board, places = await public_board(store, promotion, draw, side)
+            return PublicBoardOut(
+                promotion=promotion,
+                draw=draw,
+                side=side,
+                published_at=board.get("published_at"),
+                entries=[PublicPlaceOut.model_validate(p) for p in places],
+            )
+        if not desk:
             raise HTTPException(403, "the live board needs the desk role")
         board = await store.live_board(promotion, draw, side)
     except NotFoundError as exc:

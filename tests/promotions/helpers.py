@@ -9,12 +9,14 @@ import datetime as dt
 import functools
 from pathlib import Path
 
+from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
 from bonusd.promotions import (
     Draw,
     Promotion,
     load_promotion,
 )
+from bonusd.registry.masking import public_member
 from bonusd.settings import Settings
 from tests.daemon_helpers import SAST, running
 from tests.telemetry_helpers import Publisher, event, game, rating
@@ -105,6 +107,16 @@ async def scripted_week_standings_and_boards(gh_settings: Settings, pub: Publish
                 await asyncio.sleep(0.02)
         published = await d.get(board)
         assert [e["card"] for e in published["entries"]] == ["1002", "1001"]
+        for role in (Role.SIGNAGE, Role.KIOSK, Role.CREW):  # the same board, masked
+            async with await d.client(role) as floor:
+                shown = (await floor.get(board)).json()
+            assert [(e["position"], e["points"]) for e in shown["entries"]] == [
+                (1, 30000),
+                (2, 21000),
+            ]
+            masked = [public_member("Johan Botha", "1002"), public_member("Thandi Mokoena", "1001")]
+            assert [{"name": e["name"], "card": e["card"]} for e in shown["entries"]] == masked
+            assert not {"1001", "1002"} & {e["card"] for e in shown["entries"]}
 
 
 def all_draws() -> list[tuple[Promotion, Draw]]:
