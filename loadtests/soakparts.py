@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import math
 import re
 import threading
 from pathlib import Path
@@ -202,3 +203,17 @@ class Kiosks:
         self._thread.join(30)
         if not self._thread.is_alive():  # else it ends with its last request
             self.http.close()
+
+
+HEAP_LINE = re.compile(r'^bonusd_heap_bytes\{part="(\w+)"\} (\S+)$', re.M)
+
+
+def heap_mb(base: str) -> dict[str, float]:
+    """The daemon's C heap from its /metrics (`bonusd_heap_bytes`: in use, free, mapped),
+    in MB; empty when it cannot be read (busy, or not glibc)."""
+    try:
+        text = httpx.get(f"{base}/metrics", timeout=10).text
+    except httpx.HTTPError:
+        return {}
+    found = {part: float(value) for part, value in HEAP_LINE.findall(text)}
+    return {part: round(value / 2**20, 1) for part, value in found.items() if not math.isnan(value)}

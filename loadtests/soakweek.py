@@ -43,7 +43,7 @@ from floorload.scenarios import ROOT
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from soakcensus import census_sample, newest_event_ms, redis_memory
-from soakparts import Kiosks, LogWatch
+from soakparts import Kiosks, LogWatch, heap_mb
 
 from bonusd.infra.sharedclock import SharedClock
 from simulators import load_floor
@@ -342,7 +342,7 @@ class WeekSampler:
         sample: dict[str, Any] = {
             "t_s": round(time.monotonic() - self.t0, 1), "clock": health["clock"],
             "sim_h": round((self.clock - plan.start).total_seconds() / 3600, 2),
-            "rss_mb": round(self.proc.memory_info().rss / 2**20, 1),
+            "rss_mb": round(self.proc.memory_info().rss / 2**20, 1), "heap_mb": heap_mb(run.base),
             "redis_used_mb": round(used_mb, 1), "redis_used_bytes": round(used_mb * 2**20),
             "dbsize": dbsize, "applied": int(run.client.hget(run.site.keys.stats, "applied") or 0),
             "dead_letters": int(run.client.xlen(run.site.keys.deadletters)),

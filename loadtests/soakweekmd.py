@@ -108,12 +108,21 @@ def _how_measured(ret: dict[str, Any]) -> str:
     )
 
 
+def _heap(figures: dict[str, float] | None) -> str:
+    if not figures:
+        return "(not read)"
+    return " / ".join(str(figures.get(part, "?")) for part in ("in_use", "free", "mapped"))
+
+
 def _rss_and_rate(res: dict[str, Any], fig: dict[str, Any]) -> list[str]:
     rss, hour, lag, speed = fig["rss_mb"], fig["busiest_hour"], fig["lag"], fig["speed"]
     return [
         f"Daemon RSS: {rss['start']} MB at the start, **{rss['baseline']} MB after the "
         f"warm-up**; then min {rss['min']} ({rss['min_pct']:+} %), max {rss['max']} "
-        f"({rss['max_pct']:+} %), last {rss['last']} MB ({rss['last_pct']:+} %).",
+        f"({rss['max_pct']:+} %), last {rss['last']} MB ({rss['last_pct']:+} %). "
+        f"The C heap (MB in use / free kept by the allocator / mapped large blocks): "
+        f"{_heap(rss.get('heap_baseline'))} after the warm-up, {_heap(rss.get('heap_max_rss'))} "
+        f"at the highest RSS, {_heap(rss.get('heap_last'))} at the end.",
         "",
         f"Busiest simulated hour (from {str(hour.get('from'))[:16]} UTC): "
         f"{hour.get('per_sim_hour', 0):,} events, {hour.get('per_sim_s')}/s simulated, "

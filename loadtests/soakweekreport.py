@@ -170,7 +170,15 @@ def rss_figures(samples: list[dict[str, Any]], warm: dict[str, Any]) -> dict[str
         "last": after[-1], "min_pct": round(100 * (min(after) - base) / base, 1),
         "max_pct": round(100 * (max(after) - base) / base, 1),
         "last_pct": round(100 * (after[-1] - base) / base, 1),
+        "heap_baseline": warm.get("heap_mb", {}), "heap_max_rss": _at_max(samples, warm),
+        "heap_last": samples[-1].get("heap_mb", {}),
     }  # fmt: skip
+
+
+def _at_max(samples: list[dict[str, Any]], warm: dict[str, Any]) -> dict[str, float]:
+    """The C heap's figures in the sample of the highest RSS after the warm-up."""
+    top = max(samples[samples.index(warm) :], key=lambda s: s["rss_mb"])
+    return dict(top.get("heap_mb", {}))
 
 
 def busiest_hour(samples: list[dict[str, Any]]) -> dict[str, Any]:

@@ -235,12 +235,12 @@ async def leaderboard(
                 await store.published_board(promotion, draw, side)
             )
         if view is View.PUBLISHED:
-            board, places = await public_board(store, promotion, draw, side)
+            published, places = await public_board(store, promotion, draw, side)
             return PublicBoardOut(
                 promotion=promotion,
                 draw=draw,
                 side=side,
-                published_at=board.get("published_at"),
+                published_at=published.get("published_at"),
                 entries=[PublicPlaceOut.model_validate(p) for p in places],
             )
         if not desk:

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from bonusd.infra.heap import heap_figures
+
+
+def _heap_part(part: str) -> float:
+    """One of the C heap's figures (`bonusd.infra.heap`), NaN where it cannot be read."""
+    figures = heap_figures()
+    return float("nan") if figures is None else float(getattr(figures, part))
 
 
 class Metrics:
@@ -128,6 +138,15 @@ class Metrics:
             "Websockets the daemon closed because they stopped draining (4429)",
             registry=registry,
         )
+        self.heap = Gauge(
+            "bonusd_heap_bytes",
+            "The C heap (glibc; absent elsewhere): in_use, free (kept by the allocator: "
+            "BONUSD_HEAP_TRIM_S gives its pages back), mapped (large blocks, in use)",
+            ["part"],
+            registry=registry,
+        )
+        for part in ("in_use", "free", "mapped"):
+            self.heap.labels(part=part).set_function(functools.partial(_heap_part, part))
         self.push_resyncs = Counter(
             "bonusd_push_resyncs",
             "Websockets that fell behind and were sent a fresh snapshot",

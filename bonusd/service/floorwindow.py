@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import datetime as dt
-import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from bonusd.errors import BonusdError
+from bonusd.infra.heap import trim_heap
 from bonusd.infra.redisclient import REDIS_ERRORS
 from bonusd.promotions import Promotion
 from bonusd.raps.claim import WON_STATES, RapsClaimState
@@ -40,23 +38,6 @@ TAIL = dt.timedelta(hours=12)  # the longest a session's open claims keep the fl
 CHECK_S = 5.0  # seconds between two reads of the windows and the open claims
 NEAR = dt.timedelta(seconds=10)  # before a jackpot's time: the mirror syncs every `near_s`
 CLOSED = WON_STATES | {RapsClaimState.RESELECTED}  # a claim in one of these is settled
-
-
-@functools.cache
-def _glibc() -> ctypes.CDLL | None:
-    """The C library when it is glibc (it has `malloc_trim`), else None (musl, macOS)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return None
-    return libc if hasattr(libc, "malloc_trim") else None
-
-
-def trim_heap() -> bool:
-    """Give the C heap's free pages back to the system (glibc `malloc_trim(0)`: freed numpy
-    arrays and buffers in the middle of the heap, which `free` keeps); whether any went."""
-    libc = _glibc()
-    return libc is not None and bool(libc.malloc_trim(0))
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from bonusd.draws.seeds import seal_plain_seeds
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.idlesweep import sweep_idle
 from bonusd.infra.health import Health
+from bonusd.infra.heap import trim_every
 from bonusd.infra.keys import Keys
 from bonusd.infra.layout import ensure_layout
 from bonusd.infra.metrics import Metrics
@@ -274,6 +275,7 @@ class Service:
                 tg.create_task(self.rules.run(self.stop_event), name="rules")
                 tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
                 tg.create_task(self.ops.run(self.stop_event), name="ops-watch")
+                tg.create_task(trim_every(self.settings.heap_trim_s, self.stop_event), name="heap")
                 if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
                     floor = self.floor_window.run(self.stop_event)  # around RAPS sessions only
                     tg.create_task(floor, name="raps-floor")
