@@ -55,14 +55,23 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalMosquitto]
         yield mq  # type: ignore[misc]
 
 
+@pytest.fixture(scope="session")
+def sync_redis(redis_url: str) -> Iterator[redis.Redis]:
+    """One blocking client per worker, for the fixtures' own bookkeeping."""
+    r = redis.Redis.from_url(redis_url)
+    yield r
+    r.close()
+
+
 @pytest.fixture
-def site(redis_url: str) -> Iterator[str]:
+def site(sync_redis: redis.Redis) -> Iterator[str]:
     name = f"t{uuid.uuid4().hex[:10]}"
     yield name
-    r = redis.Redis.from_url(redis_url)
-    keys = list(r.scan_iter(match=f"bonusd:{{{name}}}:*", count=1000))
+    # KEYS, not SCAN: one pass over the suite's shared Redis (which holds every site the
+    # run left behind, tens of thousands of keys) instead of one round trip per 1000 keys
+    keys = sync_redis.keys(f"bonusd:{{{name}}}:*")
     if keys:
-        r.delete(*keys)
+        sync_redis.delete(*keys)
 
 
 @pytest.fixture

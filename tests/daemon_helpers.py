@@ -1,12 +1,15 @@
 """What tests import to run a daemon in-process: `running` (a `Service` on a real port,
-with an admin client), the `Daemon` it yields, the floor's UTC offset and the project root.
-The fixtures built on them are in conftest.py."""
+with an admin client), the `Daemon` it yields, the floor's UTC offset, the project root and
+`loopback_tls` (hand it to any httpx client of a test: it saves building a TLS context per
+client). The fixtures built on them are in conftest.py."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import datetime as dt
+import functools
+import ssl
 import subprocess
 import sys
 import time
@@ -23,6 +26,14 @@ from bonusd.settings import Settings
 
 SAST = dt.timezone(dt.timedelta(hours=2))
 PROJECT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def loopback_tls() -> ssl.SSLContext:
+    """One TLS context for the tests' HTTP clients: the daemon serves plain HTTP on
+    loopback, but httpx builds a context (reading the whole CA bundle, ~50 ms) for each
+    client it makes unless it is handed one."""
+    return httpx.create_ssl_context()
 
 
 class Daemon:
@@ -51,6 +62,7 @@ class Daemon:
             base_url=str(self.http.base_url),
             headers={"Authorization": f"Bearer {issued.token}"},
             timeout=10,
+            verify=loopback_tls(),
         )
 
     async def get(self, path: str) -> Any:
@@ -75,7 +87,7 @@ async def running(settings: Settings, clock: ManualClock | None = None) -> Async
         # ends them: reusing one the server is closing fails with ReadError
         limits = httpx.Limits(keepalive_expiry=2)
         async with httpx.AsyncClient(
-            base_url=base, timeout=10, headers=headers, limits=limits
+            base_url=base, timeout=10, headers=headers, limits=limits, verify=loopback_tls()
         ) as http:
             async with asyncio.timeout(10):
                 while True:
@@ -100,11 +112,12 @@ def daemon_process(env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
 def wait_healthy(port: int, timeout: float = 15) -> None:
     """Block until the daemon on `port` says its broker session is connected."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health").json()["mqtt"] == "connected":
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", verify=loopback_tls()) as http:
+        while time.monotonic() < deadline:
+            try:
+                if http.get("/health").json()["mqtt"] == "connected":
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
     raise AssertionError("daemon did not become healthy")

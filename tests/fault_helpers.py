@@ -126,8 +126,10 @@ class BurstPublisher:
                 todo = missing
 
     def close(self) -> None:
-        self.client.loop_stop()
+        # disconnect first: it wakes the network thread, which loop_stop() otherwise
+        # waits for until its 1 s select times out
         self.client.disconnect()
+        self.client.loop_stop()
 
 
 def in_thread(target: object, *args: object) -> threading.Thread:

@@ -76,5 +76,7 @@ class Publisher:
         return len(events)
 
     def close(self) -> None:
-        self.client.loop_stop()
+        # disconnect first: it wakes the network thread, which loop_stop() otherwise
+        # waits for until its 1 s select times out
         self.client.disconnect()
+        self.client.loop_stop()

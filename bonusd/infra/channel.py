@@ -48,7 +48,16 @@ async def listen(
     redis: Redis, channel: str, stop: asyncio.Event, on_message: OnMessage, *, what: str
 ) -> None:
     """Hand every message on `channel` to `on_message` until `stop` (`what` names the
-    listener in the log when the channel is lost)."""
+    listener in the log when the channel is lost). Returns as soon as `stop` is set: the
+    poll of the channel is cancelled, not waited out."""
+    async with asyncio.TaskGroup() as tg:
+        polling = tg.create_task(_listen(redis, channel, stop, on_message, what), name=what)
+        tg.create_task(cancel_when(stop, polling), name=f"{what}-end")
+
+
+async def _listen(
+    redis: Redis, channel: str, stop: asyncio.Event, on_message: OnMessage, what: str
+) -> None:
     backoff = Backoff()
     while not stop.is_set():
         pubsub = redis.pubsub(ignore_subscribe_messages=True)

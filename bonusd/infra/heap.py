@@ -5,11 +5,10 @@ big release and every `BONUSD_HEAP_TRIM_S` wall seconds (`trim_every`).
 A busy evening leaves the C heap with free memory in the middle that `free` keeps: the
 numpy columns of a standings recompute or a floor snapshot, the reply buffers of a whole
 hash read. `malloc_trim(0)` hands those pages back (about half a millisecond at a
-daemon's size, measured); without it the daemon's RSS stays at the evening's peak. Run
-with `PYTHONMALLOC=malloc` (deploy/systemd/bonusd@.service) Python's own objects live in
-the same heap and are trimmed as well; with Python's default allocator their 1 MiB
-arenas are given back only when wholly empty. On a C library that is not glibc (musl,
-macOS) nothing is read or trimmed.
+daemon's size, measured); without it the daemon's RSS stays at the evening's peak.
+Python's own small objects live in its 1 MiB arenas, given back only when wholly empty
+(or, run with `PYTHONMALLOC=malloc`, in this heap). On a C library that is not glibc
+(musl, macOS) nothing is read or trimmed.
 """
 
 from __future__ import annotations

@@ -103,6 +103,7 @@ class SmsNotifier:
         self._wake = asyncio.Event()
         self._owner = secrets.token_hex(6)
         self.queued = self.sent = 0  # this run, for the shutdown log
+        self.reading = asyncio.Event()  # set once this daemon reads the trail (it leads)
 
     def _make_gateway(self) -> SmsGateway | None:
         url = self.settings.sms_webhook_url
@@ -189,6 +190,7 @@ class SmsNotifier:
                 with contextlib.suppress(AuditFormatError):
                     self._reader.read(from_jsonl(row)[0])
         logger.info("SMS notices from audit record %d on; gateway: %s", position + 1, where)
+        self.reading.set()
 
     async def notify_once(self) -> int:
         """Read the next records of the trail and queue their texts; the records read."""

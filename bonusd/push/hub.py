@@ -198,8 +198,7 @@ class PushHub:
         then close every subscriber (1001, going away)."""
         try:
             async with asyncio.TaskGroup() as tg:
-                listener = tg.create_task(self._listen(stop), name="push-listen")
-                tg.create_task(cancel_when(stop, listener), name="push-listen-end")
+                tg.create_task(self._listen(stop), name="push-listen")
                 tg.create_task(self._ticker(stop), name="push-tick")
                 tg.create_task(self._loop(stop), name="push-loop")
                 clock = tg.create_task(self.clock_watch.follow(self.clock_moved), name="push-clock")

@@ -22,11 +22,26 @@ from bonusd.audit.digest import day_digest, digest_text, read_digest
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.infra.keys import Keys
-from tests.audit.helpers import CALENDAR, bonusd, local, put_trail, rehashed, trail
+from tests.audit.helpers import CALENDAR, local, put_trail, rehashed, trail
+from tests.cli_helpers import Ran, run_main
 from tests.daemon_helpers import Daemon
 from tests.redis_snapshot import differences, snapshot
 
 DAY = dt.date(2026, 10, 3)
+
+
+async def bonusd(
+    site: str, redis_url: str, *args: str, clock: str = "2026-10-05T12:00:00+02:00"
+) -> Ran:
+    """The `bonusd` command on `site`, its own simulated clock starting at `clock` (as
+    tests.audit.helpers.bonusd runs it, without a process start-up per command)."""
+    env = {
+        "BONUSD_SITE": site,
+        "BONUSD_REDIS_URL": redis_url,
+        "BONUSD_CLOCK_START": clock,
+        "BONUSD_LOG_LEVEL": "WARNING",
+    }
+    return await asyncio.to_thread(run_main, env, *args)
 
 
 async def write_day(r: aioredis.Redis, site: str, count: int) -> None:
@@ -41,16 +56,16 @@ async def test_a_rehashed_chain_passes_verify_but_fails_check_digest(
     aredis: aioredis.Redis, site: str, redis_url: str, tmp_path: Path
 ) -> None:
     await write_day(aredis, site, 6)
-    printed = bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03")
+    printed = await bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03")
     assert printed.returncode == 0, printed.stderr
     signed = tmp_path / "digest-2026-10-03.txt"
     signed.write_text(printed.stdout, encoding="utf-8")
     digest = read_digest(printed.stdout)
     assert (digest.site, digest.day, digest.last_seq, digest.records) == (site, DAY, 6, 6)
     before = tmp_path / "before.jsonl"
-    assert bonusd(site, redis_url, "audit", "export", str(before)).returncode == 0
+    assert (await bonusd(site, redis_url, "audit", "export", str(before))).returncode == 0
 
-    untouched = bonusd(site, redis_url, "audit", "check-digest", str(signed))
+    untouched = await bonusd(site, redis_url, "audit", "check-digest", str(signed))
     assert untouched.returncode == 0, untouched.stdout + untouched.stderr
     assert f"record 6 still has the digest's hash {digest.head_hash}" in untouched.stdout
 
@@ -59,10 +74,10 @@ async def test_a_rehashed_chain_passes_verify_but_fails_check_digest(
     records = from_jsonl("\n".join(await aredis.lrange(key, 0, -1)))
     forged = rehashed(records, 3, {"n": 99, "note": "another winner"})
     await put_trail(aredis, key, forged)
-    verified = bonusd(site, redis_url, "audit", "verify")
+    verified = await bonusd(site, redis_url, "audit", "verify")
     assert verified.returncode == 0 and "chain intact: 7 records" in verified.stdout
 
-    caught = bonusd(site, redis_url, "audit", "check-digest", str(signed))
+    caught = await bonusd(site, redis_url, "audit", "check-digest", str(signed))
     assert caught.returncode == 1, caught.stdout + caught.stderr
     assert (
         f"record 6 was rewritten: the digest says {digest.head_hash}, "
@@ -71,10 +86,14 @@ async def test_a_rehashed_chain_passes_verify_but_fails_check_digest(
     assert "1 of 1 digest(s) do not match the chain" in caught.stdout
     # an export taken before still matches; one taken now does not
     after = tmp_path / "after.jsonl"
-    assert bonusd(site, redis_url, "audit", "export", str(after)).returncode == 0
-    offline = bonusd(site, redis_url, "audit", "check-digest", str(signed), "--from", str(after))
+    assert (await bonusd(site, redis_url, "audit", "export", str(after))).returncode == 0
+    offline = await bonusd(
+        site, redis_url, "audit", "check-digest", str(signed), "--from", str(after)
+    )
     assert offline.returncode == 1 and "record 6 was rewritten" in offline.stdout
-    kept = bonusd(site, redis_url, "audit", "check-digest", str(signed), "--from", str(before))
+    kept = await bonusd(
+        site, redis_url, "audit", "check-digest", str(signed), "--from", str(before)
+    )
     assert kept.returncode == 0, kept.stdout
 
 
@@ -85,13 +104,13 @@ async def test_check_digest_refuses_another_sites_digest_and_an_unfinished_day(
     other = day_digest(trail([local(3, 9)]), site="elsewhere", day=DAY, calendar=CALENDAR)
     file = tmp_path / "other.txt"
     file.write_text(digest_text(other), encoding="utf-8")
-    refused = bonusd(site, redis_url, "audit", "check-digest", str(file))
+    refused = await bonusd(site, redis_url, "audit", "check-digest", str(file))
     assert refused.returncode == 2 and "a digest of site elsewhere" in refused.stderr
-    early = bonusd(
+    early = await bonusd(
         site, redis_url, "audit", "digest", "--day", "2026-10-04", clock="2026-10-05T08:01:00+02:00"
     )
     assert early.returncode == 2 and "gaming day 2026-10-04 is not over" in early.stderr
-    default = bonusd(site, redis_url, "audit", "digest", clock="2026-10-05T08:01:00+02:00")
+    default = await bonusd(site, redis_url, "audit", "digest", clock="2026-10-05T08:01:00+02:00")
     assert default.returncode == 0 and "gaming day:         2026-10-03" in default.stdout
 
 
@@ -99,18 +118,18 @@ async def test_the_digest_commands_print_bounded_output(
     aredis: aioredis.Redis, site: str, redis_url: str, tmp_path: Path
 ) -> None:
     await write_day(aredis, site, 3000)
-    printed = bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03")
+    printed = await bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03")
     assert printed.returncode == 0, printed.stderr
     assert len(printed.stdout.splitlines()) <= 16 and len(printed.stdout) < 1024
     assert read_digest(printed.stdout).records == 3000
-    as_json = bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03", "--json")
+    as_json = await bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03", "--json")
     assert len(as_json.stdout.splitlines()) == 1 and len(as_json.stdout) < 1024
     files = []
     for day in ("2026-10-02", "2026-10-03", "2026-10-04"):
         files.append(tmp_path / f"{day}.txt")
-        text = bonusd(site, redis_url, "audit", "digest", "--day", day).stdout
+        text = (await bonusd(site, redis_url, "audit", "digest", "--day", day)).stdout
         files[-1].write_text(text, encoding="utf-8")
-    checked = bonusd(site, redis_url, "audit", "check-digest", *map(str, files))
+    checked = await bonusd(site, redis_url, "audit", "check-digest", *map(str, files))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert len(checked.stdout.splitlines()) == 3 and len(checked.stdout) < 3 * 400
 
@@ -194,6 +213,9 @@ async def test_the_daemon_writes_the_digest_and_its_get_writes_nothing(
     desk, crew = await daemon.client(Role.DESK), await daemon.client(Role.CREW)
     base = service.keys.base
     raw = aioredis.Redis.from_url(redis_url)  # DUMP answers bytes
+    async with asyncio.timeout(15):  # the SMS notices have read the digest record too
+        while await service.notices.outbox.position() < 4:
+            await asyncio.sleep(0.05)
     before = await snapshot(raw, base)
     try:
         for http in (daemon.http, desk):

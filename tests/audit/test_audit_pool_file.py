@@ -161,12 +161,27 @@ def test_pool_files_of_every_shape_read_as_the_reference_reads_them(data: bytes)
     assert outcome == reference_outcome(data)
 
 
-@settings(max_examples=1500)
-@given(mutated())
-def test_damaged_pool_files_are_refused_exactly_when_the_reference_refuses(data: bytes) -> None:
+def refused_as_the_reference_refuses(data: bytes) -> None:
     outcome = fast_outcome(data)
     event("refused" if outcome is None else "accepted")
     assert outcome == reference_outcome(data)
+
+
+# a few hundred damaged files in the default suite, as every fuzz test there; thousands in
+# the deep run (`make test-slow`)
+@settings(max_examples=400)
+@given(mutated())
+def test_damaged_pool_files_are_refused_exactly_when_the_reference_refuses(data: bytes) -> None:
+    refused_as_the_reference_refuses(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000)
+@given(mutated())
+def test_damaged_pool_files_are_refused_exactly_when_the_reference_refuses_deep(
+    data: bytes,
+) -> None:
+    refused_as_the_reference_refuses(data)
 
 
 def test_a_bench_sized_pool_file_reads_back_exactly() -> None:

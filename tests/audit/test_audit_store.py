@@ -6,9 +6,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import redis.asyncio as aioredis
@@ -16,6 +13,7 @@ import redis.asyncio as aioredis
 from bonusd.audit.chain import Kind, from_jsonl, verify_chain
 from bonusd.audit.store import AuditStore
 from bonusd.infra.keys import Keys
+from tests.cli_helpers import Ran, run_main
 
 T0 = dt.datetime(2026, 11, 7, 17, 0, tzinfo=dt.UTC)
 
@@ -44,17 +42,16 @@ async def test_verify_and_export_commands(site: str, redis_url: str, tmp_path: P
         await store.append(
             at=T0 + dt.timedelta(minutes=n), actor="desk", kind=Kind.RULE_CHANGE, payload={"n": n}
         )
-    env = {**os.environ, "BONUSD_SITE": site, "BONUSD_REDIS_URL": redis_url}
+    env = {"BONUSD_SITE": site, "BONUSD_REDIS_URL": redis_url}
 
-    def bonusd(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "bonusd", *args]
-        return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    async def bonusd(*args: str) -> Ran:  # the command's entry point, in this process
+        return await asyncio.to_thread(run_main, env, *args)
 
-    ok = bonusd("audit", "verify")
+    ok = await bonusd("audit", "verify")
     assert ok.returncode == 0, ok.stderr
     assert "chain intact: 5 records" in ok.stdout
     out = tmp_path / "audit.jsonl"
-    assert bonusd("audit", "export", str(out)).returncode == 0
+    assert (await bonusd("audit", "export", str(out))).returncode == 0
     exported = from_jsonl(out.read_text())
     assert verify_chain(exported).ok
     assert len(exported) == 5
@@ -64,7 +61,7 @@ async def test_verify_and_export_commands(site: str, redis_url: str, tmp_path: P
     third = json.loads(await r.lindex(key, 2))
     third["payload"]["n"] = 99
     await r.lset(key, 2, json.dumps(third))
-    bad = bonusd("audit", "verify")
+    bad = await bonusd("audit", "verify")
     assert bad.returncode == 1
     assert "chain broken at record 3" in bad.stdout
     assert "modified" in bad.stdout

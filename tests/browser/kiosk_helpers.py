@@ -29,11 +29,21 @@ PRINTER_DPI = 203  # an 80 mm thermal receipt printer's resolution
 
 
 async def open_kiosk(
-    browser: Browser, base: str, kiosk_token: str, *, portrait: bool = False, idle: int = 0
+    browser: Browser,
+    base: str,
+    kiosk_token: str,
+    *,
+    portrait: bool = False,
+    idle: int = 0,
+    own_clock: bool = False,
 ) -> Page:
-    """The kiosk page on a landscape (1920×1080) or portrait (1080×1920) touch screen."""
+    """The kiosk page on a landscape (1920×1080) or portrait (1080×1920) touch screen;
+    `own_clock`: its time (timers, `performance`) is Playwright's, which the test may move
+    on (`page.clock.fast_forward`) over the idle time instead of waiting it out."""
     width, height = (1080, 1920) if portrait else (1920, 1080)
     page = await new_page(browser, width=width, height=height)
+    if own_clock:
+        await page.clock.install()
     await page.add_init_script(PRINT_STUB)
     query = f"?token={kiosk_token}" + (f"&idle={idle}" if idle else "")
     await page.goto(f"{base}/kiosk{query}")
@@ -43,9 +53,30 @@ async def open_kiosk(
 
 
 async def swipe(page: Page, card: str) -> None:
-    """The card reader: it types the card number, then Enter, into whatever has the focus."""
-    await page.keyboard.type(card, delay=5)
+    """The card reader: it types the card number, then Enter, into whatever has the focus
+    (a key event per digit, as fast as the page takes them: the kiosk does not time them)."""
+    await page.keyboard.type(card)
     await page.keyboard.press("Enter")
+
+
+async def tap(page: Page, *keys: str) -> None:
+    """Keys of the kiosk's PIN pad, tapped."""
+    for key in keys:
+        await page.click(f'#pad button[data-key="{key}"]')
+
+
+async def tap_pin(page: Page, pin: str) -> None:
+    await tap(page, *pin, "ok")
+
+
+async def visit_ended(d: Daemon, kiosk_token: str, visit: str) -> bool:
+    """The daemon has forgotten the kiosk's visit (its header no longer admitted)."""
+    async with httpx.AsyncClient(base_url=str(d.http.base_url), timeout=10) as http:
+        r = await http.get(
+            "/kiosk/visit",
+            headers={"Authorization": f"Bearer {kiosk_token}", "X-Kiosk-Visit": visit},
+        )
+    return r.status_code == 401
 
 
 def member_name(card: str) -> str:

@@ -6,6 +6,7 @@ for none, no sound unless asked)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -35,6 +36,8 @@ document.addEventListener('DOMContentLoaded', () => {
   watch.observe(document.getElementById('reveal'), { attributes: true, attributeFilter: ['data-claim'] });
 });
 """
+
+REVEAL_MS = 3000  # a winner's reveal on the screen (signage-stage.js; 2 s each past six)
 
 # every visible text a player reads is at least 2.6vmin (28 px on a 1080p screen), but the
 # fine print (`.fine`: the seed commitment, the boards' publication note)
@@ -75,12 +78,22 @@ async def open_signage(
     portrait: bool = False,
     query: str = "",
     reduced_motion: bool = False,
+    own_clock: bool = False,
+    held: bool = False,
 ) -> Page:
     """A floor screen at `url`, landscape 1920×1080 or portrait, live. A `token=` in `url`
     (as the tests build it) is the screen's credential: it is kept as a paired screen keeps
-    it, and the page opened without it (`hold_credential`)."""
+    it, and the page opened without it (`hold_credential`). With `own_clock` the page's
+    time (its timers, `Date`, `performance`) is Playwright's, which a test may stop and move
+    on (`hold_time`, `reveal_each`): the screen's own durations (a reveal's 3 s, a slide's
+    dwell, a reconnection's back-off) then pass without waiting for them; `held`: that
+    clock stands still from the start (`hold_time`)."""
     width, height = (1080, 1920) if portrait else (1920, 1080)
     page = await new_page(browser, width=width, height=height, reduced_motion=reduced_motion)
+    if own_clock or held:
+        await page.clock.install()
+    if held:  # before the page's first tick: it shows what it opens on until moved on
+        await page.clock.pause_at(time.time() + 0.5)
     token = dict(parse_qsl(urlsplit(url).query)).get("token", "")
     if token:
         url = await hold_credential(page, url, token)
@@ -88,6 +101,28 @@ async def open_signage(
     await page.goto(f"{url}{query}")
     await expect(page.locator("body")).to_have_class("live")
     return page
+
+
+async def page_time(page: Page) -> float:
+    """The page's wall time now, in s (the time `stages` notes changes in)."""
+    ms: float = await page.evaluate("Date.now()")
+    return ms / 1000
+
+
+async def hold_time(page: Page) -> None:
+    """Stop the clock of a page opened with `own_clock` (half a second on, as Playwright
+    pauses only ahead): its timers then fire only when the test moves it on, while what
+    the stream brings is still shown at once."""
+    await page.clock.pause_at(await page_time(page) + 0.5)
+
+
+async def reveal_each(page: Page, count: int, *, redraw: bool = False) -> None:
+    """The `count` winners of a round revealed one after another on a page whose clock is
+    held: each shown in turn, then the page's clock moved over its reveal."""
+    kind = "Redraw · " if redraw else ""
+    for index in range(1, count + 1):
+        await expect(page.locator("#reveal-count")).to_have_text(f"{kind}Winner {index} of {count}")
+        await page.clock.fast_forward(REVEAL_MS)
 
 
 async def stages(page: Page) -> list[tuple[float, str, str]]:

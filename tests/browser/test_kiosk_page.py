@@ -15,7 +15,6 @@ import asyncio
 import re
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.async_api import Browser, Page, Route, expect
 
@@ -43,6 +42,9 @@ from tests.browser.kiosk_helpers import (
     pdf_shot,
     print_receipt,
     swipe,
+    tap,
+    tap_pin,
+    visit_ended,
 )
 from tests.browser.signage_helpers import assert_legible
 from tests.daemon_helpers import Daemon, running
@@ -53,6 +55,7 @@ HALFWAY = f'#player .draw[data-promotion="{GH}"][data-draw="halfway"]'
 NOT_ACTIVATED = "6001001010"  # played in the window, not activated by golden_horse_week
 PORTRAIT_CARD = "6001001011"
 PIN_CARD, PIN = "6001001004", "4826"
+IDLE_S = 5  # the idle kiosk's `?idle=`, the least it takes
 
 
 async def held(page: Page, pattern: str) -> asyncio.Event:
@@ -66,15 +69,6 @@ async def held(page: Page, pattern: str) -> asyncio.Event:
 
     await page.route(pattern, hold)
     return gate
-
-
-async def visit_ended(d: Daemon, kiosk_token: str, visit: str) -> bool:
-    async with httpx.AsyncClient(base_url=str(d.http.base_url), timeout=10) as http:
-        r = await http.get(
-            "/kiosk/visit",
-            headers={"Authorization": f"Bearer {kiosk_token}", "X-Kiosk-Visit": visit},
-        )
-    return r.status_code == 401
 
 
 async def card_in(page: Page, card: str) -> str:
@@ -297,15 +291,6 @@ async def test_the_pin_pad_a_wrong_pin_and_the_lockout(
             assert_no_page_errors(one)
 
 
-async def tap(page: Page, *keys: str) -> None:
-    for key in keys:
-        await page.click(f'#pad button[data-key="{key}"]')
-
-
-async def tap_pin(page: Page, pin: str) -> None:
-    await tap(page, *pin, "ok")
-
-
 async def test_a_visit_ends_idle_or_with_the_card_and_strangers_see_nothing(
     browser: Browser, gh_settings: Settings, pub: Publisher, tmp_path: Path
 ) -> None:
@@ -321,13 +306,15 @@ async def test_a_visit_ends_idle_or_with_the_card_and_strangers_see_nothing(
         base = str(d.http.base_url).rstrip("/")
         kiosk_token = await token(d, Role.KIOSK)
         await token_form(browser, base, d, kiosk_token)
-        page = await open_kiosk(browser, base, kiosk_token, idle=5)
+        page = await open_kiosk(browser, base, kiosk_token, idle=IDLE_S, own_clock=True)
 
         # left alone: after the idle time the kiosk warns, then ends the visit by itself
+        # (the idle time passes on the page's clock, moved on by the test)
         first = ACTIVATED[0]
         visit = await card_in(page, first)
         await expect(page.locator(HALFWAY)).to_be_visible()
         await expect(page.locator("#idle")).to_contain_text("touch the screen to stay")
+        await page.clock.fast_forward(IDLE_S * 1000)
         await expect(page.locator("#attract")).to_be_visible(timeout=WAIT_MS)
         assert (await page.evaluate("window.kioskEnded.reason")) == "idle"
         await assert_nothing_of(page, first, "T. M****", "Halfway draw", "qualified")

@@ -10,6 +10,7 @@ called full-screen with the claim timer) to the outcome the daemon settles."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import re
 import time
@@ -50,6 +51,7 @@ PLAYERS = [card for card, *_ in MEMBERS[:3]]
 SAST = dt.timezone(dt.timedelta(hours=2))
 ON = re.compile(r"\bon\b")
 REACHED_WITHIN_S = 1.0  # a RAPS win on every screen of its area, from the crew's tap
+CELEBRATE_MS = 15_000  # a RAPS win's celebration on the screen (signage-stage.js)
 # the session's look, as a casino would give it in the promotion file
 SIGNAGE = """
 [signage]
@@ -151,17 +153,34 @@ async def test_a_raps_session_on_signage_crew_and_desk(
 
         # four floor screens: the main area's (one with its sound cue on), the smoking
         # area's (the session covers both) and one in the garden, which it does not
-        screens = {}
-        for area, portrait, query in (
+        # (opened at once); the main area's on clocks the test moves on at the end of their
+        # celebration
+        kinds = (
             ("main", False, "&sound=on"),
             ("main", True, ""),
             ("smoking", False, ""),
             ("garden", False, ""),
-        ):
-            url = f"{base}/signage?area={area}&token={await token(d, Role.SIGNAGE, area)}"
-            screens[(area, portrait)] = await open_signage(  # smoking's asks for no motion
-                browser, url, portrait=portrait, query=query, reduced_motion=area == "smoking"
+        )
+        urls = [
+            f"{base}/signage?area={area}&token={await token(d, Role.SIGNAGE, area)}"
+            for area, _portrait, _query in kinds
+        ]
+        opened = await asyncio.gather(
+            *(
+                open_signage(  # smoking's asks for no motion
+                    browser,
+                    url,
+                    portrait=portrait,
+                    query=query,
+                    reduced_motion=area == "smoking",
+                    own_clock=area == "main",
+                )
+                for url, (area, portrait, query) in zip(urls, kinds, strict=True)
             )
+        )
+        screens = {
+            (area, portrait): page for (area, portrait, _q), page in zip(kinds, opened, strict=True)
+        }
         signage, portrait = screens[("main", False)], screens[("main", True)]
         garden = screens[("garden", False)]
         await expect(signage.locator("#promotion-name")).to_have_text("Festa Fortuna")
@@ -213,8 +232,11 @@ async def test_a_raps_session_on_signage_crew_and_desk(
         await celebrated(screens, alert, d)
         await shot(signage, "signage-jackpot-celebration")
         await shot(portrait, "signage-jackpot-celebration-portrait")
-        # the celebration gives the screen back; the banner keeps the winner
-        await expect(signage.locator("#celebration")).not_to_have_class(ON, timeout=20_000)
+        # the celebration gives the screen back (its 15 s of the screens' clocks moved over);
+        # the banner keeps the winner
+        for page in (signage, portrait):
+            await page.clock.fast_forward(CELEBRATE_MS)
+        await expect(signage.locator("#celebration")).not_to_have_class(ON)
         await expect(signage.locator("#jackpot-state")).to_contain_text("Won by")
         await expect(banner).to_have_class("jackpot won")
         await assert_public(signage)

@@ -23,6 +23,7 @@ from tests.browser.helpers import (
     devices_csv,
     new_page,
     shot,
+    wait_for,
 )
 from tests.browser.signage_helpers import assert_legible
 from tests.daemon_helpers import Daemon, running
@@ -30,11 +31,29 @@ from tests.daemon_helpers import Daemon, running
 pytestmark = pytest.mark.browser
 CODE = re.compile(r"^[2-9BCDFGHJKMNPQRSTWXYZ]{3}-[2-9BCDFGHJKMNPQRSTWXYZ]{3}$")
 STAFF = "Naledi Mahlangu (staff 1042)"
+# the pages' own cadences (pairing.js, desk-screens.js), passed on each page's clock (which
+# the test moves on) instead of waited out: a waiting screen asks whether it was paired,
+# the desk's Screens tab looks again
+POLL_MS, LOOK_MS = 3000, 4000
+
+
+async def own_clock_page(browser: Browser, *, width: int = 1920, height: int = 1080) -> Page:
+    """A page whose time (its timers, `performance`) is Playwright's, moved on by the test."""
+    page = await new_page(browser, width=width, height=height)
+    await page.clock.install()
+    return page
+
+
+async def all_connected(d: Daemon) -> bool:
+    """Every paired screen connected, none waiting, as the daemon lists them."""
+    listing = await d.get("/screens")
+    live = [s for s in listing["screens"] if s["connection"] != "revoked"]
+    return listing["waiting"] == 0 and all(s["connection"] == "connected" for s in live)
 
 
 async def open_desk(browser: Browser, d: Daemon, base: str) -> Page:
     """The desk page of a signed-in desk staff member (the session cookie sign-in gives)."""
-    page = await new_page(browser, width=1440, height=900)
+    page = await own_clock_page(browser, width=1440, height=900)
     issued = await d.service.tokens.issue(
         role=Role.DESK, name=STAFF, staff="1042", now=d.service.clock.now(),
         valid_for=dt.timedelta(hours=12), idle_for=dt.timedelta(hours=1),
@@ -72,7 +91,7 @@ async def test_a_new_screen_is_paired_from_the_desk_moved_and_revoked(
         base = str(d.http.base_url).rstrip("/")
 
         # -- a new screen: its code, big, with its size; a reload keeps the code ------------
-        screen = await new_page(browser)
+        screen = await own_clock_page(browser)
         asked: list[str] = []
         screen.on("request", lambda request: asked.append(request.url))
         screen.on("websocket", lambda ws: asked.append(ws.url))
@@ -87,7 +106,7 @@ async def test_a_new_screen_is_paired_from_the_desk_moved_and_revoked(
         await screen.reload()
         await expect(code).to_have_text(shown)
 
-        portrait = await new_page(browser, width=1080, height=1920)
+        portrait = await own_clock_page(browser, width=1080, height=1920)
         await portrait.goto(f"{base}/signage")
         await expect(portrait.locator("#pairing-size")).to_have_text("1080 × 1920 · portrait")
         await expect(portrait.locator("#pairing-code")).to_have_text(CODE)
@@ -99,6 +118,7 @@ async def test_a_new_screen_is_paired_from_the_desk_moved_and_revoked(
         desk = await open_desk(browser, d, base)
         await expect(desk.locator("#screens-list")).to_contain_text("2 screen(s) show a pairing")
         await pair_from_desk(desk, shown.lower().replace("-", ""), "main", "Bar 3")
+        await screen.clock.fast_forward(POLL_MS)  # its next look: paired
         await expect(screen.locator("body")).to_have_class("live")
         await expect(screen.locator("#pairing")).to_be_hidden()
         await expect(screen.locator("#promotion-name")).to_have_text("Mega Points Chase")
@@ -112,7 +132,10 @@ async def test_a_new_screen_is_paired_from_the_desk_moved_and_revoked(
         assert not secrets, secrets  # no credential or pairing secret in any URL asked
 
         await pair_from_desk(desk, portrait_code, "bar", "Cashier queue")
+        await portrait.clock.fast_forward(POLL_MS)
         await expect(portrait.locator("#area")).to_have_text("Area bar")
+        await wait_for(lambda: all_connected(d), "both screens connected")
+        await desk.clock.fast_forward(LOOK_MS)  # the desk's next look at the screens
 
         # -- the desk's list: connected, with size, browser and who paired it --------------
         bar3 = desk.locator("#screens-list tr", has_text="Bar 3")

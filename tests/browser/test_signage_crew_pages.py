@@ -11,8 +11,8 @@ recovers by itself."""
 
 from __future__ import annotations
 
+import asyncio
 import re
-import time
 
 import pytest
 from playwright.async_api import Browser, Page, expect
@@ -32,7 +32,14 @@ from tests.browser.helpers import (
     shot,
     token,
 )
-from tests.browser.signage_helpers import assert_legible, open_signage, revealed
+from tests.browser.signage_helpers import (
+    assert_legible,
+    hold_time,
+    open_signage,
+    page_time,
+    reveal_each,
+    revealed,
+)
 from tests.daemon_helpers import Daemon, running
 from tests.staff_helpers import add_staff, sign_in_page
 from tests.telemetry_helpers import Publisher
@@ -40,7 +47,18 @@ from tests.telemetry_helpers import Publisher
 pytestmark = pytest.mark.browser
 BOOK = f"/promotions/{GH}/draws/halfway/book"
 CLAIMS = f"/promotions/{GH}/draws/halfway/claims"
+SLIDES = ("boards", "upcoming", "multiplier", "enter")  # the attract loop's, in turn
 ON = re.compile(r"\bon\b")
+DWELL_MS = 4000  # the portrait screen's `&dwell=4`
+BACKOFF_MAX_MS = 10_000  # the longest a page waits to reconnect (stream.js)
+# the slides' cross-fade (opacity and visibility transitions) run to their end at once, as
+# a screenshot with animations disabled does: what the screen shows once the fade is over
+END_FADE = """
+() => document.getAnimations()
+  .filter((a) => a.effect && a.effect.target && a.effect.target.classList
+    && a.effect.target.classList.contains('slide'))
+  .forEach((a) => a.finish())
+"""
 
 
 async def assert_masked(page: Page) -> None:
@@ -59,17 +77,24 @@ async def claim_state(d: Daemon, claim: int) -> str:
 
 
 async def slide(page: Page, name: str) -> None:
-    """Wait until the attract loop shows slide `name` (and its fade is over)."""
+    """Wait until the attract loop shows slide `name` (and its fade is over: ended at once,
+    the slide then fully opaque and the others hidden)."""
     await expect(page.locator("body")).to_have_attribute("data-attract", name)
-    await expect(page.locator(f".slide[data-slide={name}]")).to_have_class(
-        re.compile(r"\bactive\b")
-    )
-    await page.wait_for_timeout(900)
+    shown = page.locator(f".slide[data-slide={name}]")
+    await expect(shown).to_have_class(re.compile(r"\bactive\b"))
+    await page.evaluate(END_FADE)
+    await expect(shown).to_have_css("opacity", "1")
+    await expect(page.locator(".slide:not(.active)")).to_have_count(3)
+    for hidden in await page.locator(".slide:not(.active)").all():
+        await expect(hidden).to_have_css("visibility", "hidden")
 
 
 async def landscape_slides(browser: Browser, url: str) -> None:
-    """Each slide of the attract loop on a landscape screen pinned to it (`&show=`)."""
-    upcoming = await open_signage(browser, url, query="&show=upcoming")
+    """Each slide of the attract loop on a landscape screen pinned to it (`&show=`); the
+    three screens opened at once."""
+    upcoming, multiplier, enter = await asyncio.gather(
+        *(open_signage(browser, url, query=f"&show={name}") for name in SLIDES[1:])
+    )
     await slide(upcoming, "upcoming")
     first = upcoming.locator("#upcoming-list li").first
     await expect(first).to_contain_text("Halfway draw · round 1")
@@ -78,13 +103,11 @@ async def landscape_slides(browser: Browser, url: str) -> None:
     await expect(first.locator(".in")).to_have_text("1:00")
     await assert_legible(upcoming)
     await shot(upcoming, "signage-attract")
-    multiplier = await open_signage(browser, url, query="&show=multiplier")
     await slide(multiplier, "multiplier")
     await expect(multiplier.locator("#hero-factor")).to_have_text("3×")
     await expect(multiplier.locator("#hero-what")).to_have_text("on all play until 21:00")
     await assert_legible(multiplier)
     await shot(multiplier, "signage-multiplier")
-    enter = await open_signage(browser, url, query="&show=enter")
     await slide(enter, "enter")
     await expect(enter.locator("#enter-steps")).to_contain_text(
         "Activate your entries at any eHost"
@@ -98,22 +121,28 @@ async def landscape_slides(browser: Browser, url: str) -> None:
 
 async def portrait_loop(portrait: Page) -> None:
     """The portrait screen's attract loop turns by itself (`&dwell=4`): the boards, the
-    draws coming up, the multiplier, how to enter."""
+    draws coming up, the multiplier, how to enter. Its clock is held (from its opening):
+    each slide stays until the test moves the clock over its dwell, then the page turns to
+    the next."""
     await slide(portrait, "boards")
     await expect(portrait.locator("#next-countdown")).to_have_text("1:00")
     await expect(portrait.locator("#board-slots li")).to_have_count(10)
     await assert_legible(portrait)
     await shot(portrait, "signage-countdown-portrait")
+    await portrait.clock.fast_forward(DWELL_MS)
     await slide(portrait, "upcoming")
     await expect(portrait.locator("#upcoming-list li").first).to_contain_text("Halfway draw")
     await assert_legible(portrait)
     await shot(portrait, "signage-attract-portrait")
+    await portrait.clock.fast_forward(DWELL_MS)
     await slide(portrait, "multiplier")
     await expect(portrait.locator("#hero-factor")).to_have_text("3×")
     await shot(portrait, "signage-multiplier-portrait")
+    await portrait.clock.fast_forward(DWELL_MS)
     await slide(portrait, "enter")
     await assert_legible(portrait)
     await shot(portrait, "signage-enter-portrait")
+    await portrait.clock.fast_forward(DWELL_MS)
     await slide(portrait, "boards")  # and round again
 
 
@@ -161,7 +190,7 @@ async def test_signage_and_crew_through_a_draw(
         signage_url = f"{base}/signage?area=main&token={await token(d, Role.SIGNAGE, 'main')}"
 
         # -- before the draw: countdown, prizes, commitment, multiplier, masked boards ------
-        signage = await open_signage(browser, signage_url, query="&show=boards")
+        signage = await open_signage(browser, signage_url, query="&show=boards", own_clock=True)
         await expect(signage.locator("#promotion-name")).to_have_text("Mega Points Chase")
         await expect(signage.locator("#next-name")).to_have_text("Halfway draw")
         await expect(signage.locator("#next-round")).to_have_text("Round 1")
@@ -184,11 +213,14 @@ async def test_signage_and_crew_through_a_draw(
         await assert_legible(signage)
         await shot(signage, "signage-countdown")
         await landscape_slides(browser, signage_url)
-        portrait = await open_signage(browser, signage_url, portrait=True, query="&dwell=4")
+        portrait = await open_signage(
+            browser, signage_url, portrait=True, query="&dwell=4", held=True
+        )
         await portrait_loop(portrait)
 
         # -- the crew handheld, logged in, nothing open yet ----------------------------------
         crew = await new_page(browser, width=390, height=844, mobile=True)
+        await crew.clock.install()  # its reconnection's back-off is moved over below
         await crew.add_init_script(
             "navigator.vibrate = (p) => { window.__vibrated = (window.__vibrated || 0) + 1; return true; };"
         )
@@ -200,7 +232,9 @@ async def test_signage_and_crew_through_a_draw(
         await shot(crew, "crew-idle")
 
         # -- 19:00: the scheduler draws round 1; each winner revealed, then the grid ---------
-        since = time.time()
+        # the screens' clocks are held: each reveal stays until the test moves it on
+        await hold_time(signage)  # the portrait's is held since its opening
+        since = {page: await page_time(page) for page in (signage, portrait)}
         clock.set(at(11, 7, 19, 0, 1))
         await expect(signage.locator("#reveal")).to_have_class(ON)
         await expect(signage.locator("#reveal-count")).to_have_text("Winner 1 of 5")
@@ -211,8 +245,10 @@ async def test_signage_and_crew_through_a_draw(
         await expect(portrait.locator("#reveal")).to_have_class(ON)
         await shot(portrait, "signage-reveal-portrait")
         for page in (signage, portrait):
+            await reveal_each(page, 5)
             await expect(page.locator("body")).to_have_attribute("data-stage", "winners")
-            assert await revealed(page, since) == [1, 2, 3, 4, 5]
+            assert await revealed(page, since[page]) == [1, 2, 3, 4, 5]
+            await page.clock.resume()
         winners = signage.locator("#winners .winner")
         await expect(winners).to_have_count(5)
         await expect(signage.locator("#winners")).to_be_visible()
@@ -270,11 +306,16 @@ async def test_signage_and_crew_through_a_draw(
         await expect(signage.locator("#winners .winner .timer")).to_have_count(4)
 
         # -- the claim time runs out: four no-shows, each redrawn and revealed in turn ------
-        since = time.time()
+        for page in (signage, portrait):
+            await hold_time(page)
+        since = {page: await page_time(page) for page in (signage, portrait)}
         clock.set(at(11, 7, 19, 1, 32))
         await expect(signage.locator("#reveal-count")).to_have_text("Redraw · Winner 1 of 4")
+        for page in (signage, portrait):
+            await reveal_each(page, 4, redraw=True)
+            await page.clock.resume()
         await expect(signage.locator("body")).to_have_attribute("data-stage", "winners")
-        assert await revealed(signage, since) == [6, 7, 8, 9]
+        assert await revealed(signage, since[signage]) == [6, 7, 8, 9]
         await expect(signage.locator("#winners .winner.no_show")).to_have_count(4)
         await expect(signage.locator("#winners .winner .timer")).to_have_count(4)  # the redraws
         await expect(signage.locator("#winners .winner.no_show .outcome").first).to_have_text(
@@ -294,8 +335,11 @@ async def test_signage_and_crew_through_a_draw(
     await expect(signage.locator("body")).to_have_class("reconnecting")
     await expect(signage.locator("#connection")).to_contain_text("Reconnecting")
     await shot(signage, "signage-reconnecting")
-    restarted = time.time()
+    restarted = await page_time(signage)
     async with running(gh_settings, clock) as d:
+        # the daemon is back: each page's next try is due within its longest back-off
+        for page in (signage, portrait, crew):
+            await page.clock.fast_forward(BACKOFF_MAX_MS)
         await expect(signage.locator("body")).to_have_class("live")
         await expect(signage.locator("#connection")).to_be_hidden()
         await expect(signage.locator("#winners .winner")).to_have_count(9)

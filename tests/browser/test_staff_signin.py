@@ -15,6 +15,7 @@ from playwright.async_api import Browser, Page, Request, WebSocket, expect
 
 from bonusd.access.sessions import COOKIE
 from bonusd.clocks.clock import ManualClock
+from bonusd.push import hub
 from bonusd.settings import Settings
 from tests.browser.helpers import assert_no_page_errors, at, new_page, shot
 from tests.daemon_helpers import Daemon, running
@@ -213,8 +214,11 @@ async def test_the_desk_refuses_crew_and_the_admin_disables_an_open_handheld(
 
 
 async def test_an_idle_session_is_signed_out_on_the_daemons_clock(
-    browser: Browser, staffed: Daemon
+    browser: Browser, staffed: Daemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the hub looks at the held sessions each tick here, not each 15th (a wall cadence:
+    # waiting for it proves nothing more)
+    monkeypatch.setattr(hub, "TOKEN_RECHECK_TICKS", 1)
     base = str(staffed.http.base_url).rstrip("/")
     seen = Seen()
     crew = await crew_page(browser, base, seen)

@@ -289,7 +289,8 @@ async def test_a_standby_takes_over_a_lease_nobody_renews_and_runs_what_is_due(
     """A leader dies silently (its lease stays until the TTL): the standby waits, takes
     the lease with the next token and fires the action that fell due meanwhile, once."""
     folder = _promotions(tmp_path, site)
-    settings = settings.model_copy(update={"promotions": folder})
+    lease = {"leader_ttl_s": 2.0, "leader_renew_s": 0.5, "leader_poll_s": 0.25}  # not 5 s
+    settings = settings.model_copy(update={"promotions": folder, **lease})
     actions = list(schedule(load_promotion(folder / "clock.toml")))
     dead = leadership(aredis, site, "a-daemon-that-died", ttl_s=settings.leader_ttl_s)
     assert await dead.acquire() == 1

@@ -435,6 +435,8 @@ async def test_the_daemon_texts_announces_and_prints(
         )
         assert imported.status_code == 200, imported.text
         desk, crew = await d.client(Role.DESK), await d.client(Role.CREW)
+        # the texts are read from the trail once this daemon leads: from its end on a new site
+        await asyncio.wait_for(d.service.notices.reading.wait(), 10)
         try:
             book = (await desk.post(f"{base}/run", json={"round": 1})).json()
             winners = [c["card"] for c in book["claims"]]

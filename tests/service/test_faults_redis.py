@@ -21,6 +21,7 @@ from redis.exceptions import ConnectionError
 
 from bonusd.access.auth import Role
 from bonusd.clocks.clock import ManualClock
+from bonusd.infra import health as health_module
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto, LocalRedis, free_port
 from tests.daemon_helpers import SAST, running
@@ -232,13 +233,16 @@ async def test_redis_unreachable_for_60_s_holds_messages_then_catches_up(
 
 
 async def test_a_hung_redis_turns_health_degraded_and_the_ingest_stalled(
-    broker: LocalMosquitto, own_redis: LocalRedis, site: str
+    broker: LocalMosquitto, own_redis: LocalRedis, site: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SIGSTOP: Redis accepts connections and never answers (hung, not down). /health
     says so by its ping timeout, with the broker still connected; the messages that
     arrive meanwhile wait unacknowledged and /health calls the ingest stalled; after
     SIGCONT all is applied exactly once. (How fast: docs/robustness.md, measured by
     loadtests/hostile_figures.py.)"""
+    # a message uncommitted for a second counts as stalled here, not after five: the same
+    # judgement, reached sooner (nothing here is judged while the ingest is healthy)
+    monkeypatch.setattr(health_module, "INGEST_STALL_S", 1.0)
     burst = Burst(site, 200, 10, T, tag="stop")
     clock = ManualClock(T + dt.timedelta(hours=1))
     async with running(_settings(site, own_redis, broker), clock) as d:

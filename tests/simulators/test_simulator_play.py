@@ -288,7 +288,8 @@ async def test_the_daemon_keeps_the_same_totals_from_games_and_from_their_play(
     """The same simulated evening, sent game by game to one site and folded into play
     events to another: bonusd's day totals and promotion window stats agree exactly (only
     the instant a total was reached moves, within the interval)."""
-    floor = build_floor(FloorConfig(egms=12, tables=2, members=80), seed=3, as_of=START.date())
+    # six EGMs and two tables play some 30,000 games in the 16 hours
+    floor = build_floor(FloorConfig(egms=6, tables=2, members=80), seed=3, as_of=START.date())
     games = list(generate_events(floor, seed=6, start=START, duration=SPAN, promotion=PROMOTION))
     streams = {"game": games, "play": list(fold_stream(games, _cuts()))}
     r = aioredis.Redis.from_url(redis_url, decode_responses=True)

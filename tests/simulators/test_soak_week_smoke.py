@@ -105,7 +105,7 @@ def test_a_few_hours_of_the_ci_floor_run_through_the_week_mode(
     command = [
         sys.executable, "loadtests/soak.py", "--week", "--scenario", "smoke",
         "--week-start", "2025-10-25T18:00:00", "--days", "0.25", "--speed", "3000", "--no-governor",
-        "--sample-s", "1", "--census-hours", "1", "--out", str(out),
+        "--sample-s", "0.5", "--census-hours", "1", "--out", str(out),
         "--redis-url", redis_url, "--mqtt-url", broker.url,
     ]  # fmt: skip
     done = subprocess.run(
