@@ -166,17 +166,18 @@ export function day(iso) {
   return format(ms, { weekday: 'short', day: '2-digit', month: 'short', year: 'numeric' }).replace(/,/g, '');
 }
 
+// one formatter each, made once: a screen formats every place of every board at each delta
+const WHOLE_RAND = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const CENTS_RAND = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+const POINTS = new Intl.NumberFormat('en-US');
+
 /** Rand from cents: "R5,000", "R12.50". */
 export function rand(cents) {
   if (typeof cents !== 'number') return '';
-  const whole = cents % 100 === 0;
-  return `R${(cents / 100).toLocaleString('en-US', {
-    minimumFractionDigits: whole ? 0 : 2,
-    maximumFractionDigits: 2,
-  })}`;
+  return `R${(cents % 100 === 0 ? WHOLE_RAND : CENTS_RAND).format(cents / 100)}`;
 }
 
 /** Points with thousands separators. */
 export function points(n) {
-  return typeof n === 'number' ? n.toLocaleString('en-US') : String(n ?? '');
+  return typeof n === 'number' ? POINTS.format(n) : String(n ?? '');
 }

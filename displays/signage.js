@@ -112,7 +112,9 @@ function renderPromotion(p) {
   const root = document.documentElement.style;
   for (const [key, property] of Object.entries(COLOURS)) {
     const colour = p && p.colours ? String(p.colours[key] || '') : '';
-    if (/^#[0-9a-f]{6}$/i.test(colour)) root.setProperty(property, colour);
+    const wanted = /^#[0-9a-f]{6}$/i.test(colour) ? colour : '';
+    if (root.getPropertyValue(property) === wanted) continue; // a delta rarely changes them
+    if (wanted) root.setProperty(property, wanted);
     else root.removeProperty(property);
   }
   const logo = p && typeof p.logo === 'string' && LOGO.test(p.logo) ? p.logo : '';

@@ -31,6 +31,8 @@ from typing import Any
 import redis.exceptions
 from redis.asyncio import Redis
 from redis.asyncio.connection import SSLConnection, parse_url
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from bonusd.errors import BonusdError
 
@@ -239,7 +241,10 @@ class ScratchRedis:
         return self
 
     async def _wait_loaded(self) -> None:
-        probe = self.client(0)
+        # no retries of its own: this loop retries every 0.05 s and looks at the process
+        # between tries (redis-py's default backoff waited ~4 s on a server that had exited)
+        probe = Redis(unix_socket_path=str(self.socket), retry=Retry(NoBackoff(), 0))
+        self._clients.append(probe)
         deadline = time.monotonic() + LOAD_TIMEOUT_S
         while time.monotonic() < deadline:
             assert self._process is not None
