@@ -33,8 +33,9 @@ from bonusd.access.staff import (
     StaffError,
     StaffMember,
 )
-from bonusd.api.context import Admin, Ctx, require
+from bonusd.api.context import Admin, ApiContext, Ctx, require
 from bonusd.api.errors import GUARDED_ERRORS, ErrorOut, invalid
+from bonusd.audit.chain import Kind
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["staff"])
@@ -143,6 +144,19 @@ def _refused(exc: StaffError) -> HTTPException:
 
 def _who(principal: Principal) -> str:
     return f"staff {principal.staff}" if principal.staff else f"token {principal.token_id}"
+
+
+async def _recorded(
+    ctx: ApiContext, principal: Principal, member: StaffMember, change: str
+) -> None:
+    """A staff-account change into the hash-chained audit trail: whose account, what, who
+    did it (the admin, by name and staff number or token); never the PIN."""
+    await ctx.audit.append(
+        at=ctx.clock.now(),
+        actor=principal.name or _who(principal),  # a staff session's: "Name (staff 9001)"
+        kind=Kind.STAFF,
+        payload={"staff": member.number, "change": change, "role": str(member.role)},
+    )
 
 
 @router.post("/staff/sign-in", responses=PUBLIC_ERRORS)
@@ -257,6 +271,7 @@ async def add_staff(ctx: Ctx, body: StaffIn, principal: Admin) -> StaffOut:
     except StaffError as exc:
         raise _refused(exc) from exc
     logger.info("staff %s added (%s) by %s", member.number, member.role, _who(principal))
+    await _recorded(ctx, principal, member, "added")
     return _out(member)
 
 
@@ -273,6 +288,7 @@ async def disable_staff(ctx: Ctx, number: NumberPath, principal: Admin) -> Staff
         raise HTTPException(409, "you cannot disable your own account; ask another admin")
     member = await ctx.sessions.staff.set_disabled(number, True, ctx.clock.now())
     logger.info("staff %s disabled by %s", number, _who(principal))
+    await _recorded(ctx, principal, member, "disabled")
     return await _ended(ctx, member, "account disabled")
 
 
@@ -281,6 +297,7 @@ async def enable_staff(ctx: Ctx, number: NumberPath, principal: Admin) -> StaffC
     """Enable a disabled account again."""
     member = await ctx.sessions.staff.set_disabled(number, False, ctx.clock.now())
     logger.info("staff %s enabled by %s", number, _who(principal))
+    await _recorded(ctx, principal, member, "enabled")
     return StaffChangeOut(member=_out(member), sessions_ended=0)
 
 
@@ -295,4 +312,5 @@ async def reset_pin(
     except StaffError as exc:
         raise _refused(exc) from exc
     logger.info("staff %s: PIN reset by %s", number, _who(principal))
+    await _recorded(ctx, principal, member, "pin reset")
     return StaffChangeOut(member=_out(member), sessions_ended=ended)

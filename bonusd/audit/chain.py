@@ -47,6 +47,7 @@ class Kind(StrEnum):
     REQUEST = "request"  # a four-eyes change asked for, with its reason (draws/approvals.py)
     APPROVAL = "approval"  # a second staff member's decision on a request
     RECEIPT_CHECK = "receipt_check"  # a winner's ticket receipt checked at the claim (kiosk)
+    STAFF = "staff"  # a staff account added, disabled, enabled or its PIN reset (never the PIN)
 
 
 def _check_json(value: Json, where: str = "payload") -> None:

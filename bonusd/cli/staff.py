@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
@@ -23,6 +24,8 @@ from rich.table import Table
 from bonusd.access.auth import TokenStore
 from bonusd.access.sessions import StaffSessions
 from bonusd.access.staff import StaffError, StaffMember, check_pin
+from bonusd.audit.chain import Kind
+from bonusd.audit.store import AuditStore
 from bonusd.cli.clock import settings_clock
 from bonusd.cli.text import cell, safe
 from bonusd.clocks.clock import Clock
@@ -55,7 +58,8 @@ def add_staff_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
     )
     app.add_typer(staff_app, name="staff")
 
-    def run(job: Job[T]) -> T:
+    def run(job: Job[T], change: str = "") -> T:
+        """Run `job`; a `change` to an account also goes into the audit trail."""
         conf = settings()
 
         async def main() -> T:
@@ -63,7 +67,12 @@ def add_staff_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
             try:
                 clock = await settings_clock(conf, redis)  # sessions end on the daemon's clock
                 keys = Keys(conf.key_prefix, conf.site)
-                return await job(StaffSessions(redis, keys, TokenStore(redis, keys)), clock)
+                done = await job(StaffSessions(redis, keys, TokenStore(redis, keys)), clock)
+                if change:
+                    member = done[0] if isinstance(done, tuple) else done
+                    assert isinstance(member, StaffMember)
+                    await _recorded(AuditStore(redis, keys), clock, member, change)
+                return done
             finally:
                 await redis.aclose()
 
@@ -83,7 +92,7 @@ def add_staff_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
                 number=number, name=name, role=role, pin=pin, now=clock.now()
             )
 
-        typer.echo(f"added {_line(run(job))}")
+        typer.echo(f"added {_line(run(job, 'added'))}")
 
     @staff_app.command("list")
     def list_staff() -> None:
@@ -104,13 +113,13 @@ def add_staff_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
     @staff_app.command("disable")
     def disable(number: Annotated[str, typer.Argument(help="The staff number.")]) -> None:
         """Disable an account: no more sign-ins, and its open sessions end at once."""
-        changed, ended = run(_switch(number, disabled=True))
+        changed, ended = run(_switch(number, disabled=True), "disabled")
         typer.echo(f"{_line(changed)}; {ended} open session(s) ended")
 
     @staff_app.command("enable")
     def enable(number: Annotated[str, typer.Argument(help="The staff number.")]) -> None:
         """Enable a disabled account again."""
-        changed, _ = run(_switch(number, disabled=False))
+        changed, _ = run(_switch(number, disabled=False), "enabled")
         typer.echo(_line(changed))
 
     @staff_app.command("reset-pin")
@@ -122,8 +131,23 @@ def add_staff_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
         async def job(sessions: StaffSessions, clock: Clock) -> tuple[StaffMember, int]:
             return await sessions.reset_pin(number, pin, clock.now())
 
-        changed, ended = run(job)
+        changed, ended = run(job, "pin reset")
         typer.echo(f"new PIN for {_line(changed)}; {ended} open session(s) ended")
+
+
+async def _recorded(audit: AuditStore, clock: Clock, member: StaffMember, change: str) -> None:
+    """A staff-account change into the hash-chained audit trail, as the daemon's API records
+    it; the actor is the operating-system account that ran the command (never the PIN)."""
+    try:
+        login = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        login = f"uid {os.getuid()}"
+    await audit.append(
+        at=clock.now(),
+        actor=f"{login} (command line)",
+        kind=Kind.STAFF,
+        payload={"staff": member.number, "change": change, "role": str(member.role)},
+    )
 
 
 def _switch(number: str, *, disabled: bool) -> Job[tuple[StaffMember, int]]:

@@ -1,6 +1,7 @@
 """`bonusd staff add|list|disable|enable|reset-pin` (bonusd/cli/staff.py) as an operator runs
 them, against the real Redis: the PIN comes from stdin and is never printed; a name with
-a control character is refused; disabling and a PIN reset end the open sessions."""
+a control character is refused; disabling and a PIN reset end the open sessions; each
+change is in the audit trail with who ran it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typer.testing import CliRunner
 from bonusd.access.auth import AuthError, TokenStore
 from bonusd.access.sessions import StaffSessions
 from bonusd.access.staff import StaffError
+from bonusd.audit.chain import Kind
+from bonusd.audit.store import AuditStore
 from bonusd.cli import main as cli
 from bonusd.clocks.clock import WallClock
 from bonusd.infra.keys import Keys
@@ -59,6 +62,15 @@ async def test_add_list_disable_and_reset_pin(aredis: Redis, site: str) -> None:
     with pytest.raises(AuthError, match="PIN reset"):
         await sessions.tokens.check(second.token, now + dt.timedelta(seconds=1))
     await sessions.sign_in("1042", "97531864", now)
+    trail = [r for r in await AuditStore(aredis, keys).records() if r.kind == Kind.STAFF]
+    assert [(r.payload["staff"], r.payload["change"]) for r in trail] == [
+        ("1042", "added"),
+        ("1042", "disabled"),
+        ("1042", "enabled"),
+        ("1042", "pin reset"),
+    ]
+    assert all(r.actor.endswith("(command line)") for r in trail)
+    assert not any(pin in r.to_json() for r in trail for pin in ("24681357", "97531864"))
 
 
 @pytest.mark.usefixtures("env")

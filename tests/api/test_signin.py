@@ -16,6 +16,7 @@ import websockets
 
 from bonusd.access.auth import Role
 from bonusd.access.sessions import COOKIE
+from bonusd.audit.chain import Kind
 from tests.daemon_helpers import Daemon
 from tests.staff_helpers import PIN, add_staff, as_page, origin_of, session_cookie, sign_in
 
@@ -255,6 +256,14 @@ async def test_the_admin_manages_accounts_and_a_pin_reset_ends_sessions(
     gone = await anonymous.get("/staff/me", headers=as_page(anonymous, crew))
     assert gone.status_code == 401 and "PIN reset" in gone.json()["detail"]
     await sign_in(anonymous, "3003", "86420864")
+    records = await staffed.service.audit.records()
+    changed = [
+        (r.payload["staff"], r.payload["change"], r.actor) for r in records if r.kind == Kind.STAFF
+    ]
+    admin_name = next(s["name"] for s in listed.json()["staff"] if s["staff"] == "9001")
+    by = f"{admin_name} (staff 9001)"
+    assert changed == [("3003", "added", by), ("3003", "pin reset", by)]  # refusals: none
+    assert not any(pin in r.to_json() for r in records for pin in ("13572468", "86420864"))
     # a desk session may not manage staff
     desk = as_page(anonymous, await sign_in(anonymous, "1042"))
     assert (await anonymous.get("/staff", headers=desk)).status_code == 403
