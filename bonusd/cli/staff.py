@@ -59,24 +59,7 @@ def add_staff_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
     app.add_typer(staff_app, name="staff")
 
     def run(job: Job[T], change: str = "") -> T:
-        """Run `job`; a `change` to an account also goes into the audit trail."""
-        conf = settings()
-
-        async def main() -> T:
-            redis = redis_client(conf)
-            try:
-                clock = await settings_clock(conf, redis)  # sessions end on the daemon's clock
-                keys = Keys(conf.key_prefix, conf.site)
-                done = await job(StaffSessions(redis, keys, TokenStore(redis, keys)), clock)
-                if change:
-                    member = done[0] if isinstance(done, tuple) else done
-                    assert isinstance(member, StaffMember)
-                    await _recorded(AuditStore(redis, keys), clock, member, change)
-                return done
-            finally:
-                await redis.aclose()
-
-        return asyncio.run(main())
+        return _run(settings(), job, change)
 
     @staff_app.command("add")
     def add(
@@ -133,6 +116,26 @@ def add_staff_commands(app: typer.Typer, settings: Callable[[], Settings]) -> No
 
         changed, ended = run(job, "pin reset")
         typer.echo(f"new PIN for {_line(changed)}; {ended} open session(s) ended")
+
+
+def _run(conf: Settings, job: Job[T], change: str) -> T:
+    """Run `job`; a `change` to an account also goes into the audit trail."""
+
+    async def main() -> T:
+        redis = redis_client(conf)
+        try:
+            clock = await settings_clock(conf, redis)  # sessions end on the daemon's clock
+            keys = Keys(conf.key_prefix, conf.site)
+            done = await job(StaffSessions(redis, keys, TokenStore(redis, keys)), clock)
+            if change:
+                member = done[0] if isinstance(done, tuple) else done
+                assert isinstance(member, StaffMember)
+                await _recorded(AuditStore(redis, keys), clock, member, change)
+            return done
+        finally:
+            await redis.aclose()
+
+    return asyncio.run(main())
 
 
 async def _recorded(audit: AuditStore, clock: Clock, member: StaffMember, change: str) -> None:
