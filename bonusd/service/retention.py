@@ -13,7 +13,8 @@ What the sweeper removes, on the daemon's clock, a bounded batch per Redis call:
 - `seen:{hour}`: an hour older than the de-duplication window (they carry a TTL set by
   apply.lua; this also clears those left from a longer window).
 - `deadletters`: entries older than `BONUSD_RETENTION_DEADLETTER_DAYS` (MINID).
-- `token:{id}`: tokens expired or revoked more than `BONUSD_RETENTION_TOKEN_DAYS` ago.
+- `token:{id}`: tokens expired or revoked more than `BONUSD_RETENTION_TOKEN_DAYS` ago,
+  with their last use in `usage`.
 - The audit trail is never removed from Redis: it is copied, record by record, to the
   archive (bonusd/audit/archive.py), whose month files are kept
   `BONUSD_RETENTION_AUDIT_DAYS` (three years at least) and then deleted, oldest first.
@@ -369,6 +370,7 @@ class RetentionSweeper:
                 async with self.redis.pipeline(transaction=True) as pipe:
                     pipe.unlink(*(self.keys.token(t) for t in old))
                     pipe.srem(index, *old)
+                    pipe.hdel(self.keys.token_usage, *old)  # its last use goes with it
                     await pipe.execute()
                 report.count("token", len(old))
 

@@ -201,6 +201,8 @@ async def test_seen_deadletters_and_tokens(
         now=NOW - dt.timedelta(days=10),
         valid_for=dt.timedelta(days=90),
     )
+    for used in (gone, kept):  # a machine token's last use (`usage`)
+        await aredis.hset(keys.token_usage, used.principal.token_id, NOW.isoformat())
     report = await sweeper(aredis, site, ManualClock(NOW), tmp_path).sweep()
     assert report.removed["seen"] == 2
     for h in old_hours:
@@ -213,6 +215,7 @@ async def test_seen_deadletters_and_tokens(
     left = await aredis.smembers(f"{keys.base}tokens")
     assert left == {kept.principal.token_id}
     assert not await aredis.exists(f"{keys.base}token:{gone.principal.token_id}")
+    assert set(await aredis.hkeys(keys.token_usage)) == {kept.principal.token_id}
 
 
 async def append_records(store: AuditStore, n: int, start: dt.datetime) -> None:
