@@ -1,11 +1,11 @@
 // desk-members.js — the Members tab: find a member by card; the member record and flags,
-// where they play now, their standing in every draw (qualified, tickets, activation, the
+// where they play now, a kiosk PIN lock to lift, their standing in every draw (qualified, tickets, activation, the
 // reasons when not), their recent gaming days, and their records in the audit trail.
 
 import { api, path } from './api.js';
 import { dayTime, points, rand } from './clock.js';
 import { byId, fill, h } from './dom.js';
-import { button, resultLine, table } from './ui.js';
+import { button, inlineForm, resultLine, table } from './ui.js';
 
 const HISTORY_DAYS = 14;
 
@@ -31,6 +31,7 @@ export function initMembers(ctx) {
     fill(
       slot,
       memberPanel(r.data),
+      r.data.kiosk_pin_locked_s > 0 ? unlockPanel(card, r.data.kiosk_pin_locked_s, () => find(card)) : null,
       h('div', { class: 'panel' }, h('h3', { text: 'Standing in each draw' }), standingsTable(standings)),
       h('div', { class: 'panel' }, h('h3', { text: `Gaming days (last ${HISTORY_DAYS})` }), daysTable(days)),
       h('div', { class: 'actions' }, button('Audit records of this card', () => ctx.searchAudit(card), { name: 'member-audit' })),
@@ -85,6 +86,29 @@ function memberPanel(m) {
   const a = m.active;
   fact('On the floor now', a ? `${a.kind} ${a.device}${a.seat ? ` seat ${a.seat}` : ''}, area ${a.area}, since ${dayTime(a.since || '')}` : 'not carded in');
   return h('div', { class: 'panel', id: 'member-record' }, h('h2', { text: rec ? rec.name : `Card ${m.card}` }), h('dl', { class: 'facts' }, facts));
+}
+
+// a card locked at the kiosks after wrong PINs: the desk lifts it once it has seen the
+// member's ID, and says what it checked (the audit trail keeps it with who lifted it)
+function unlockPanel(card, lockedS, reload) {
+  const minutes = Math.ceil(lockedS / 60);
+  return h(
+    'div',
+    { class: 'panel', id: 'pin-lock' },
+    h('h3', { text: 'Kiosk PIN locked' }),
+    h('p', { text: `Wrong PINs locked this card at the kiosks for ${minutes} more minute(s). Check the member's ID before you lift the lock.` }),
+    inlineForm(
+      [{ name: 'reason', label: 'What you checked', placeholder: 'ID book checked at the desk', minlength: 10, maxlength: 200, size: 40 }],
+      'Lift the lock',
+      async (values) => {
+        const r = await api(path('members', card, 'kiosk-pin', 'unlock'), { method: 'POST', body: { reason: values.reason } });
+        if (!r.ok) return resultLine(r, '');
+        await reload();
+        return null;
+      },
+      { name: 'unlock-pin' },
+    ),
+  );
 }
 
 function standingsTable(rows) {

@@ -46,6 +46,9 @@ _LOCKOUT_LUA = resources.files("bonusd").joinpath("lua", "lockout.lua")
 _KEEP_S = 3600
 
 
+KIOSK_PIN = "kiosk-pin"  # the scope of members' kiosk PINs (bonusd/kiosk/desk.py)
+
+
 @dataclass(frozen=True, slots=True)
 class LockState:
     """Where a subject stands: `locked` (then `retry_after_s` > 0 and `left` 0), else how

@@ -48,6 +48,7 @@ class Kind(StrEnum):
     APPROVAL = "approval"  # a second staff member's decision on a request
     RECEIPT_CHECK = "receipt_check"  # a winner's ticket receipt checked at the claim (kiosk)
     STAFF = "staff"  # a staff account added, disabled, enabled or its PIN reset (never the PIN)
+    PIN_UNLOCK = "pin_unlock"  # the desk lifted a card's kiosk PIN lock, with its reason
 
 
 def _check_json(value: Json, where: str = "payload") -> None:

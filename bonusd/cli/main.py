@@ -344,7 +344,7 @@ def audit_export(
 add_draw_commands(app, _settings)
 add_anchor_commands(audit_app, _settings)
 add_floor_commands(app, _settings, _store)
-add_pin_commands(members_app)
+add_pin_commands(members_app, _settings)
 add_clock_commands(app, _settings)
 add_rehearse_command(app, _settings)
 add_backup_commands(app, _settings)

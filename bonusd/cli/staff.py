@@ -138,16 +138,21 @@ def _run(conf: Settings, job: Job[T], change: str) -> T:
     return asyncio.run(main())
 
 
-async def _recorded(audit: AuditStore, clock: Clock, member: StaffMember, change: str) -> None:
-    """A staff-account change into the hash-chained audit trail, as the daemon's API records
-    it; the actor is the operating-system account that ran the command (never the PIN)."""
+def operator_name() -> str:
+    """Who a command's audit records name: the operating-system account running it."""
     try:
         login = getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a container)
         login = f"uid {os.getuid()}"
+    return f"{login} (command line)"
+
+
+async def _recorded(audit: AuditStore, clock: Clock, member: StaffMember, change: str) -> None:
+    """A staff-account change into the hash-chained audit trail, as the daemon's API records
+    it; the actor is the operating-system account that ran the command (never the PIN)."""
     await audit.append(
         at=clock.now(),
-        actor=f"{login} (command line)",
+        actor=operator_name(),
         kind=Kind.STAFF,
         payload={"staff": member.number, "change": change, "role": str(member.role)},
     )

@@ -19,7 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bonusd.access.auth import Principal
-from bonusd.access.lockout import Lockout
+from bonusd.access.lockout import KIOSK_PIN, Lockout
 from bonusd.access.pins import verify_pin
 from bonusd.access.ratelimit import RateLimiter
 from bonusd.draws.claims import Actor
@@ -35,7 +35,7 @@ from bonusd.promotions.kinds import Channel
 from bonusd.promotions.store import PromotionStore
 
 logger = logging.getLogger(__name__)
-PIN_SCOPE = "kiosk-pin"
+PIN_SCOPE = KIOSK_PIN
 NEUTRAL = "not eligible — please see the promotions desk"
 
 

@@ -1,9 +1,12 @@
 """Member PINs (bonusd/access/pins.py) and `bonusd members hash-pin` (bonusd/cli/pins.py):
 the PIN rule, argon2id hashes that verify only their own PIN, a verify that never raises,
-hashes whose cost is bounded, and a command that never shows a PIN."""
+hashes whose cost is bounded, and a command that never shows a PIN; `bonusd members
+unlock-pin` lifting a card's lock with who and why in the audit trail."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import io
 import re
 import subprocess
@@ -12,10 +15,13 @@ import time
 
 import pytest
 from argon2 import PasswordHasher, Type, extract_parameters
+from click.testing import Result
 from hypothesis import given
 from hypothesis import strategies as st
+from redis.asyncio import Redis
 from typer.testing import CliRunner
 
+from bonusd.access.lockout import KIOSK_PIN, Lockout
 from bonusd.access.pins import (
     PIN_PATTERN,
     PinError,
@@ -24,8 +30,12 @@ from bonusd.access.pins import (
     valid_pin_hash,
     verify_pin,
 )
+from bonusd.audit.chain import Kind
+from bonusd.audit.store import AuditStore
 from bonusd.cli.main import app
 from bonusd.cli.pins import hash_pins
+from bonusd.errors import NotFoundError
+from bonusd.infra.keys import Keys
 from tests.daemon_helpers import PROJECT
 
 PIN = "4821"
@@ -177,3 +187,33 @@ def test_the_command_refuses_a_bad_pin_with_status_2_and_never_shows_it() -> Non
     assert done.returncode == 2
     assert "line(s) 1 of the input: a PIN is 4 to 8 digits" in done.stderr
     assert "31x7" not in done.stderr + done.stdout
+
+
+async def test_unlock_pin_lifts_a_cards_kiosk_lock_and_records_who_and_why(
+    monkeypatch: pytest.MonkeyPatch, site: str, redis_url: str, aredis: Redis
+) -> None:
+    monkeypatch.setenv("BONUSD_SITE", site)
+    monkeypatch.setenv("BONUSD_REDIS_URL", redis_url)
+    for name in ("BONUSD_CLOCK", "BONUSD_CLOCK_START"):  # the wall clock, as the lock's
+        monkeypatch.delenv(name, raising=False)
+    keys = Keys("bonusd", site)
+    await aredis.hset(keys.member_index, "1001", "x")  # a registered card (the index row)
+    lockout = Lockout(aredis, keys, KIOSK_PIN, attempts=5, lock_s=900)
+    now = dt.datetime.now(dt.UTC)
+    for _ in range(5):
+        await lockout.failed("1001", now)
+    assert (await lockout.state("1001", now)).locked
+
+    def unlock(*args: str) -> Result:
+        return CliRunner().invoke(app, ["members", "unlock-pin", *args])
+
+    refused = await asyncio.to_thread(unlock, "1001", "--reason", "short")
+    assert refused.exit_code == 2 and (await lockout.state("1001", now)).locked
+    unknown = await asyncio.to_thread(unlock, "9999", "--reason", "ID book checked here")
+    assert isinstance(unknown.exception, NotFoundError)
+    lifted = await asyncio.to_thread(unlock, "1001", "--reason", "ID book checked here")
+    assert lifted.exit_code == 0 and "PIN lock lifted" in lifted.output, lifted.output
+    assert not (await lockout.state("1001", now)).locked
+    (record,) = [r for r in await AuditStore(aredis, keys).records() if r.kind == Kind.PIN_UNLOCK]
+    assert record.payload == {"card": "1001", "was_locked": True, "reason": "ID book checked here"}
+    assert record.actor.endswith("(command line)")

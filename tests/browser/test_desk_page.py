@@ -13,7 +13,9 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from bonusd.access.auth import Role
+from bonusd.access.lockout import Lockout
 from bonusd.clocks.clock import ManualClock
+from bonusd.kiosk.desk import PIN_SCOPE
 from bonusd.settings import Settings
 from tests.browser.helpers import (
     GH,
@@ -149,7 +151,10 @@ async def test_desk_runs_a_draw_and_prints_a_prize_letter(
         assert looked_up["state"] == "redeemed"
         await shot(page, "desk-letter")
 
-        # find a member: the record, standings, gaming days
+        # find a member: the record, standings, gaming days; her card locked at the kiosks
+        pins = Lockout(d.service.redis, d.service.keys, PIN_SCOPE, attempts=5, lock_s=900)
+        for _ in range(5):
+            await pins.failed("6001001001", clock.now())
         await page.click("button[data-tab=members]")
         await page.fill("#member-find input[name=card]", "6001001001")
         await page.click("#member-find button[type=submit]")
@@ -157,7 +162,12 @@ async def test_desk_runs_a_draw_and_prints_a_prize_letter(
         await expect(member).to_contain_text("Thandi Mokoena")
         await expect(member.locator("tr", has_text="Halfway draw")).to_contain_text("yes")
         await expect(member).to_contain_text("2026-11-01")
+        await expect(page.locator("#pin-lock")).to_contain_text("15 more minute(s)")
         await shot(page, "desk-member")
+        await page.fill("#pin-lock input[name=reason]", "ID book checked at the desk")
+        await page.click("#pin-lock button[type=submit]")
+        await expect(page.locator("#pin-lock")).to_have_count(0)
+        assert not (await pins.state("6001001001", clock.now())).locked
 
         # the audit trail (chain intact) and the draw's report
         await page.click("button[data-tab=audit]")

@@ -20,6 +20,7 @@ import pytest
 
 from bonusd.access.auth import Role
 from bonusd.access.pins import hash_pin
+from bonusd.audit.chain import Kind
 from bonusd.clocks.clock import ManualClock
 from bonusd.kiosk.receipt import qr_payload
 from bonusd.settings import Settings
@@ -142,6 +143,35 @@ async def test_pin_wrong_five_times_locks_the_card(floor: Daemon) -> None:
     view = (await kiosk.get("/kiosk/visit", headers=headers)).json()
     assert view["member"]["masked_name"] == "T. M****"
     await kiosk.aclose()
+
+
+async def test_the_desk_lifts_a_pin_lock_with_a_reason_in_the_trail(floor: Daemon) -> None:
+    kiosk, desk, crew = [await floor.client(role) for role in (Role.KIOSK, Role.DESK, Role.CREW)]
+    headers, _ = await _visit(kiosk, "1001")
+    for _ in range(5):
+        await kiosk.post("/kiosk/visit/pin", json={"pin": "1111"}, headers=headers)
+    assert (await kiosk.post("/kiosk/visits", json={"card": "1001"})).status_code == 423
+    shown = (await desk.get("/members/1001")).json()
+    assert shown["kiosk_pin_locked_s"] > 0  # the desk sees the lock
+    assert (await desk.get("/members/1001")).json()["kiosk_pin_locked_s"] > 0  # (a GET: still)
+    url = "/members/1001/kiosk-pin/unlock"
+    why = {"reason": "ID book checked at the desk"}
+    assert (await crew.post(url, json=why)).status_code == 403
+    assert (await kiosk.post(url, json=why)).status_code == 403
+    for bad in ({"reason": "ok"}, {"reason": "ID checked\x07 at desk"}, {}):
+        assert (await desk.post(url, json=bad)).status_code == 422, bad
+    assert (await desk.post("/members/9999/kiosk-pin/unlock", json=why)).status_code == 404
+    lifted = await desk.post(url, json=why)
+    assert lifted.status_code == 200 and lifted.json() == {"card": "1001", "was_locked": True}
+    assert (await desk.get("/members/1001")).json()["kiosk_pin_locked_s"] == 0
+    headers, _ = await _visit(kiosk, "1001")  # a new visit, and the right PIN opens it
+    right = await kiosk.post("/kiosk/visit/pin", json={"pin": PIN}, headers=headers)
+    assert right.status_code == 200, right.text
+    (record,) = [r for r in await floor.service.audit.records() if r.kind == Kind.PIN_UNLOCK]
+    assert record.payload == {"card": "1001", "was_locked": True, "reason": why["reason"]}
+    assert record.actor.startswith("test desk")
+    for client in (kiosk, desk, crew):
+        await client.aclose()
 
 
 async def test_excluded_unknown_and_bad_cards(floor: Daemon) -> None:
