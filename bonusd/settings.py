@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     # wall seconds between two trims of the C heap (its free pages given back to the system,
     # bonusd/infra/heap.py); 0: only after the RAPS floor mirror is let go
     heap_trim_s: float = Field(default=60.0, ge=0, le=86_400)
+    # where SIGUSR2 writes the traced allocations of a daemon run with PYTHONTRACEMALLOC
+    heap_dump_dir: Path = Path(".")
     # leader election (docs/leader.md): the leader renews its lease every RENEW_S and
     # steps down before TTL_S runs out; a standby polls every POLL_S, so it takes over
     # within TTL_S + POLL_S of the leader's death (6 s with these defaults)

@@ -8,8 +8,11 @@ import asyncio
 import datetime as dt
 import logging
 import math
+import os
 import re
+import signal
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +220,41 @@ def heap_mb(base: str) -> dict[str, float]:
         return {}
     found = {part: float(value) for part, value in HEAP_LINE.findall(text)}
     return {part: round(value / 2**20, 1) for part, value in found.items() if not math.isnan(value)}
+
+
+TRACE_FRAMES = 25  # PYTHONTRACEMALLOC for --trace-memory: deep enough to name the caller
+
+
+def trace_env(on: bool, out: Path) -> dict[str, str]:
+    """The daemon's environment for `--trace-memory`: it traces its allocations and
+    writes them to `out` on SIGUSR2 (bonusd/infra/heap.py); {} without it."""
+    if not on:
+        return {}
+    return {"PYTHONTRACEMALLOC": str(TRACE_FRAMES), "BONUSD_HEAP_DUMP_DIR": str(out.resolve())}
+
+
+def heap_dump(on: bool, pid: int) -> bool:
+    """Ask the daemon for a heap dump (SIGUSR2) when tracing; whether one was asked."""
+    if on:
+        os.kill(pid, signal.SIGUSR2)
+    return on
+
+
+def heap_growth(out: Path, top: int = 15) -> list[dict[str, Any]]:
+    """Where the traced memory grew from the first heap dump in `out` (the warm-up's) to
+    the last (the end): the `top` source lines by growth, each with its call path's
+    innermost project frames; [] without two dumps."""
+    dumps = sorted(out.glob("heap-*.trace"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+    if len(dumps) < 2:
+        return []
+    first, last = (tracemalloc.Snapshot.load(str(p)) for p in (dumps[0], dumps[-1]))
+    rows = []
+    for stat in last.compare_to(first, "traceback")[:top]:
+        inner = list(reversed(stat.traceback))  # the allocating line first
+        frames = [f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in inner]
+        ours = [at for at, f in zip(frames, inner, strict=True) if "/bonusd/" in f.filename]
+        rows.append(
+            {"grew_mb": round(stat.size_diff / 2**20, 2), "mb": round(stat.size / 2**20, 2),
+             "blocks": stat.count_diff, "where": frames[0], "from": ours[:4]}
+        )  # fmt: skip
+    return rows

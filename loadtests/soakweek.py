@@ -43,7 +43,7 @@ from floorload.scenarios import ROOT
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from soakcensus import census_sample, newest_event_ms, redis_memory
-from soakparts import Kiosks, LogWatch, heap_mb
+from soakparts import Kiosks, LogWatch, heap_dump, heap_mb
 
 from bonusd.infra.sharedclock import SharedClock
 from simulators import load_floor
@@ -67,6 +67,7 @@ def add_week_options(parser: argparse.ArgumentParser) -> None:
     week.add_argument("--play-minutes", type=float, default=15.0, help="play interval [15]")
     week.add_argument("--week-start", default="2025-10-20T08:00:00", help="a Monday's 08:00")
     week.add_argument("--census-hours", type=float, default=6.0, help="simulated h per census")
+    week.add_argument("--trace-memory", action="store_true", help="heap dumps (soakparts)")
 
 
 @dataclass(frozen=True)
@@ -376,6 +377,8 @@ class WeekSampler:
         run, plan = self.run, self.run.plan
         warm = not self.warm_done and self.clock >= self.warm_at
         sample |= census_sample(run.client, run.site.keys.base, exact=warm or final)
+        if warm or final:  # where the daemon's memory is, with --trace-memory (soakparts)
+            sample["heap_dump"] = heap_dump(run.args.trace_memory, run.daemon.pid)
         if warm:
             sample["warmup_end"] = self.warm_done = True
         step = dt.timedelta(hours=plan.census_hours)

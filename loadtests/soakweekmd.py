@@ -26,7 +26,8 @@ def week_markdown(res: dict[str, Any]) -> str:
     ]
     fig = res.get("figures")
     if fig:
-        lines += _days(fig) + _retained(fig) + _rss_and_rate(res, fig) + _families(res)
+        lines += _days(fig) + _retained(fig) + _rss_and_rate(res, fig) + _growth(fig)
+        lines += _families(res)
     lines += ["| check | value | limit | ok | detail |", "| --- | ---: | ---: | --- | --- |"]
     for check in res["checks"]:
         lines.append(
@@ -106,6 +107,25 @@ def _how_measured(ret: dict[str, Any]) -> str:
         "are MEMORY STATS' main dict less its 40 bytes a key (entry and object header, "
         "already in the keys' bytes) and its expiry dict, 32 bytes an entry as allocated."
     )
+
+
+def _growth(fig: dict[str, Any]) -> list[str]:
+    """Where the traced memory grew, warm-up to end (`--trace-memory`)."""
+    rows = fig.get("heap_growth") or []
+    if not rows:
+        return []
+    lines = [
+        "Where the daemon's traced memory grew from the warm-up to the end (`--trace-memory`):",
+        "",
+        "| grew (MB) | held at the end (MB) | blocks | allocated at | called from (bonusd) |",
+        "| ---: | ---: | ---: | --- | --- |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['grew_mb']} | {row['mb']} | {row['blocks']:+,} | `{row['where']}` | "
+            f"{' ← '.join(f'`{f}`' for f in row['from']) or '—'} |"
+        )
+    return [*lines, ""]
 
 
 def _heap(figures: dict[str, float] | None) -> str:

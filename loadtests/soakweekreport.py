@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 from soakcensus import DICT_ENTRY_SLACK, unknown_keys
-from soakparts import LogWatch
+from soakparts import LogWatch, heap_growth
 from soakweekmd import week_markdown
 
 MB = 2**20
@@ -277,6 +277,7 @@ def week_report(args: argparse.Namespace, results: dict[str, Any], log: LogWatch
         results["figures"] = {
             "retained": retained(warm, end),
             "rss_mb": rss_figures(samples, warm),
+            "heap_growth": heap_growth(args.out),  # with --trace-memory
             "days": day_rows(samples, start, plan["days"]),
             "busiest_hour": busiest_hour(samples),
             "lag": lag_figures(samples),

@@ -9,6 +9,12 @@ daemon's size, measured); without it the daemon's RSS stays at the evening's pea
 Python's own small objects live in its 1 MiB arenas, given back only when wholly empty
 (or, run with `PYTHONMALLOC=malloc`, in this heap). On a C library that is not glibc
 (musl, macOS) nothing is read or trimmed.
+
+To see which code holds the memory, run the daemon with `PYTHONTRACEMALLOC=25` (Python
+then records where each allocation was made, at a cost in speed and memory) and send it
+SIGUSR2: it writes the traced allocations to `heap-{pid}-{n}.trace` in
+`BONUSD_HEAP_DUMP_DIR` (`dump_traced`), to compare with `tracemalloc.Snapshot.load` and `compare_to`
+(loadtests/soak.py `--trace-memory` does this over a week).
 """
 
 from __future__ import annotations
@@ -17,7 +23,16 @@ import asyncio
 import ctypes
 import ctypes.util
 import functools
+import itertools
+import logging
+import os
+import signal
+import tracemalloc
 from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+_DUMPS = itertools.count(1)
 
 
 class _MallInfo2(ctypes.Structure):
@@ -91,3 +106,27 @@ async def trim_every(interval_s: float, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), interval_s)
         except TimeoutError:
             trim_heap()
+
+
+def dump_traced(folder: Path) -> Path | None:
+    """Write the allocations tracemalloc traced so far to a new file in `folder` (the
+    event loop waits while it is taken: about a second at a daemon's size); None when the
+    daemon does not trace (`PYTHONTRACEMALLOC` unset)."""
+    if not tracemalloc.is_tracing():
+        return None
+    path = folder / f"heap-{os.getpid()}-{next(_DUMPS)}.trace"
+    tracemalloc.take_snapshot().dump(str(path))
+    return path
+
+
+def watch_heap_dumps(loop: asyncio.AbstractEventLoop, folder: Path) -> None:
+    """On SIGUSR2, `dump_traced` into `folder` (`BONUSD_HEAP_DUMP_DIR`) when tracing."""
+
+    def dump() -> None:
+        path = dump_traced(folder)
+        if path is None:
+            logger.warning("SIGUSR2: no heap dump, start the daemon with PYTHONTRACEMALLOC")
+        else:
+            logger.warning("SIGUSR2: traced allocations written to %s", path)
+
+    loop.add_signal_handler(signal.SIGUSR2, dump)

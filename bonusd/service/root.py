@@ -35,7 +35,7 @@ from bonusd.draws.seeds import seal_plain_seeds
 from bonusd.floor.accounting import PromotionBook
 from bonusd.floor.idlesweep import sweep_idle
 from bonusd.infra.health import Health
-from bonusd.infra.heap import trim_every
+from bonusd.infra.heap import trim_every, watch_heap_dumps
 from bonusd.infra.keys import Keys
 from bonusd.infra.layout import ensure_layout
 from bonusd.infra.metrics import Metrics
@@ -263,6 +263,7 @@ class Service:
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
+            watch_heap_dumps(loop, self.settings.heap_dump_dir)  # SIGUSR2 (infra/heap.py)
         # What start-up built (settings, promotions, the app, imported modules) lives as
         # long as the process: keep it out of the collector's full passes, which would
         # otherwise pause ingest for tens of milliseconds at a time.
@@ -291,7 +292,7 @@ class Service:
                 )
         finally:
             if install_signal_handlers:
-                for sig in (signal.SIGTERM, signal.SIGINT):
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2):
                     loop.remove_signal_handler(sig)
 
     async def _lead(self, stop: asyncio.Event) -> None:

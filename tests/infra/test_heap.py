@@ -1,14 +1,19 @@
-"""The C heap's figures and its trim (bonusd/infra/heap.py), on this machine's glibc."""
+"""The C heap's figures and its trim (bonusd/infra/heap.py), on this machine's glibc; the
+traced allocations written on SIGUSR2."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
+import tracemalloc
+from pathlib import Path
 
 import psutil
 import pytest
 
-from bonusd.infra.heap import heap_figures, trim_every, trim_heap
+from bonusd.infra.heap import dump_traced, heap_figures, trim_every, trim_heap, watch_heap_dumps
 from bonusd.infra.metrics import Metrics
 
 pytestmark = pytest.mark.skipif(heap_figures() is None, reason="needs glibc 2.33 or later")
@@ -49,3 +54,25 @@ def test_the_heap_is_on_the_metrics_page() -> None:
     found = dict(re.findall(r'^bonusd_heap_bytes\{part="(\w+)"\} (\S+)$', text, re.M))
     assert set(found) == {"in_use", "free", "mapped"}
     assert float(found["in_use"]) > 1_000_000
+
+
+async def test_sigusr2_writes_the_traced_allocations_when_tracing(
+    tmp_path: Path,
+) -> None:
+    assert dump_traced(tmp_path) is None  # not tracing: nothing written
+    loop = asyncio.get_running_loop()
+    tracemalloc.start(5)
+    try:
+        watch_heap_dumps(loop, tmp_path)
+        held = [bytearray(1000) for _ in range(2000)]  # ~2 MB from this line
+        os.kill(os.getpid(), signal.SIGUSR2)
+        async with asyncio.timeout(10):
+            while not os.listdir(tmp_path):
+                await asyncio.sleep(0.01)
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR2)
+        tracemalloc.stop()
+    (dumped,) = [tmp_path / name for name in os.listdir(tmp_path)]
+    top = tracemalloc.Snapshot.load(str(dumped)).statistics("lineno")[0]
+    assert top.traceback[0].filename == __file__ and top.size >= 2_000_000, top
+    assert len(held) == 2000
