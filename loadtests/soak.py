@@ -167,28 +167,21 @@ class Soak:
         console.print(f"soak: site {site.site}, Redis {redis_url}, broker {mqtt_url}")
         spec, floor, start = self.build()
         http_port = free_port()
-        env = (
-            site.daemon_env(
-                redis_url=redis_url,
-                mqtt_url=mqtt_url,
-                http_port=http_port,
-                work=work,
-                zone=spec.zone,
-            )
-            | {
-                "BONUSD_CLOCK": "shared",
-                "BONUSD_CLOCK_START": start.isoformat(),
-                "BONUSD_CLOCK_SPEED": f"{wk.first_speed(plan, args, self.scn.floor):g}"
-                if plan
-                else "1",
-                "BONUSD_LOG_LEVEL": "INFO",
-                "BONUSD_RETENTION_AUDIT_ARCHIVE": str(work / "audit-archive"),
-                "BONUSD_DIGEST_DIR": str(work / "audit-digests"),
-                "BONUSD_SEED_KEY_FILE": str(work / "seed-key"),
-                "BONUSD_RECEIPT_KEY_FILE": str(work / "receipt-key"),
-            }
-            | trace_env(bool(plan) and args.trace_memory, args.out)
-        )
+        env = site.daemon_env(
+            redis_url=redis_url, mqtt_url=mqtt_url, http_port=http_port, work=work, zone=spec.zone
+        ) | {
+            "BONUSD_CLOCK": "shared",
+            "BONUSD_CLOCK_START": start.isoformat(),
+            "BONUSD_CLOCK_SPEED": f"{wk.first_speed(plan, args, self.scn.floor):g}"
+            if plan
+            else "1",
+            "BONUSD_LOG_LEVEL": "INFO",
+            "BONUSD_RETENTION_AUDIT_ARCHIVE": str(work / "audit-archive"),
+            "BONUSD_DIGEST_DIR": str(work / "audit-digests"),
+            "BONUSD_SEED_KEY_FILE": str(work / "seed-key"),
+            "BONUSD_RECEIPT_KEY_FILE": str(work / "receipt-key"),
+        }
+        env |= trace_env(bool(plan) and args.trace_memory, args.out)
         if plan is None:  # the week sweeps at the production interval (an hour)
             env["BONUSD_RETENTION_INTERVAL_S"] = str(SWEEP_EVERY_S)
         importing = prepare.start_imports(floor, work / "registry", env)
