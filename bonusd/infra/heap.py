@@ -6,9 +6,10 @@ A busy evening leaves the C heap with free memory in the middle that `free` keep
 numpy columns of a standings recompute or a floor snapshot, the reply buffers of a whole
 hash read. `malloc_trim(0)` hands those pages back (about half a millisecond at a
 daemon's size, measured); without it the daemon's RSS stays at the evening's peak.
-Python's own small objects live in its 1 MiB arenas, given back only when wholly empty
-(or, run with `PYTHONMALLOC=malloc`, in this heap). On a C library that is not glibc
-(musl, macOS) nothing is read or trimmed.
+Python's own small objects live in its 1 MiB arenas, given back only when wholly empty.
+(Run with `PYTHONMALLOC=malloc` they live in this heap instead: measured over a simulated
+week that kept more memory resident, not less; docs/benchmarks.md.) On a C library that
+is not glibc (musl, macOS) nothing is read or trimmed.
 
 To see which code holds the memory, run the daemon with `PYTHONTRACEMALLOC=25` (Python
 then records where each allocation was made, at a cost in speed and memory) and send it
