@@ -27,10 +27,10 @@ from bonusd.api.playermodels import (
     AppActivationOut,
     PlayerViewOut,
     PublicBoardOut,
-    PublicPlaceOut,
+    masked_board,
 )
 from bonusd.errors import NotFoundError
-from bonusd.kiosk.standings import player_view, public_board
+from bonusd.kiosk.standings import player_view
 from bonusd.promotions import Channel, Side
 from bonusd.promotions.kioskview import NOT_ELIGIBLE
 from bonusd.promotions.store import ActivationRefused
@@ -116,11 +116,4 @@ async def leaderboard(
     entries before the first publication. Rate limited per token."""
     limits = ctx.tokens.limiter.limits
     await _admit(ctx, [("app-lookups", f"token {principal.token_id}", limits.standings_per_token)])
-    board, places = await public_board(ctx.promotions, promotion, draw, side)
-    return PublicBoardOut(
-        promotion=promotion,
-        draw=draw,
-        side=side,
-        published_at=board.get("published_at"),
-        entries=[PublicPlaceOut.model_validate(p) for p in places],
-    )
+    return await masked_board(ctx.promotions, promotion, draw, side)

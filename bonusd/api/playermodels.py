@@ -14,8 +14,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bonusd.api.models import IsoTime
+from bonusd.kiosk.standings import public_board
 from bonusd.promotions import Channel, Side, Tombola
 from bonusd.promotions.kioskview import KioskStatus
+from bonusd.promotions.store import PromotionStore
 
 
 class _FromView(BaseModel):
@@ -206,3 +208,18 @@ class PublicBoardOut(BaseModel):
     side: Side
     published_at: IsoTime | None = Field(description="null: not published yet")
     entries: list[PublicPlaceOut]
+
+
+async def masked_board(
+    promotions: PromotionStore, promotion: str, draw: str, side: Side
+) -> PublicBoardOut:
+    """A draw's published board masked as the floor screens show it (NotFoundError for an
+    unknown draw): the app's and the floor devices' view of it."""
+    board, places = await public_board(promotions, promotion, draw, side)
+    return PublicBoardOut(
+        promotion=promotion,
+        draw=draw,
+        side=side,
+        published_at=board.get("published_at"),
+        entries=[PublicPlaceOut.model_validate(p) for p in places],
+    )

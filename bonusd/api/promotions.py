@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from bonusd.access.auth import Principal, Role
 from bonusd.api.context import Admin, Ctx, require
 from bonusd.api.fields import Card
-from bonusd.api.playermodels import PublicBoardOut, PublicPlaceOut
+from bonusd.api.playermodels import PublicBoardOut, masked_board
 from bonusd.api.promotionmodels import (
     DrawState,
     DrawStateOut,
@@ -34,7 +34,6 @@ from bonusd.api.promotionmodels import (
 )
 from bonusd.audit.chain import Kind
 from bonusd.errors import NotFoundError, ServiceUnavailableError
-from bonusd.kiosk.standings import public_board
 from bonusd.promotions import Channel, Draw, Promotion, PromotionFileError, Side, Standing
 from bonusd.promotions.kioskview import kiosk_standing
 from bonusd.promotions.store import ActivationRefused, PromotionStore
@@ -235,14 +234,7 @@ async def leaderboard(
                 await store.published_board(promotion, draw, side)
             )
         if view is View.PUBLISHED:
-            published, places = await public_board(store, promotion, draw, side)
-            return PublicBoardOut(
-                promotion=promotion,
-                draw=draw,
-                side=side,
-                published_at=published.get("published_at"),
-                entries=[PublicPlaceOut.model_validate(p) for p in places],
-            )
+            return await masked_board(store, promotion, draw, side)
         if not desk:
             raise HTTPException(403, "the live board needs the desk role")
         board = await store.live_board(promotion, draw, side)
