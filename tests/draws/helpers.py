@@ -9,6 +9,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,7 +18,7 @@ import redis.asyncio as aioredis
 from bonusd.access.auth import Role
 from bonusd.audit.chain import AuditRecord, Kind
 from bonusd.audit.store import AuditStore
-from bonusd.clocks.clock import ManualClock
+from bonusd.clocks.clock import Clock, ManualClock
 from bonusd.draws.approvals import ChangeKind, Decision
 from bonusd.draws.claims import (
     Actor,
@@ -236,6 +237,16 @@ class HttpDesk:
         return await snapshot(self.redis, self.service.keys.base)
 
 
+def desk_runner(store: PromotionStore, clock: Clock, **extra: Any) -> DrawRunner:
+    """A desk's draw runner on `store`'s Redis and keys, sealing seeds with the tests' key
+    (`extra`: a seed source, cache bounds)."""
+    r, keys = store.redis, store.keys
+    return DrawRunner(
+        redis=r, keys=keys, audit=AuditStore(r, keys), promotions=store, clock=clock, seal=SEAL,
+        **extra,
+    )  # fmt: skip
+
+
 async def bounded_site(
     site: str,
     redis_url: str,
@@ -251,16 +262,7 @@ async def bounded_site(
     clock = ManualClock(
         dt.datetime.combine(promotion.draw("halfway").date, dt.time(12), promotion.zone)
     )
-    runner = DrawRunner(
-        redis=r,
-        keys=keys,
-        audit=AuditStore(r, keys),
-        promotions=store,
-        clock=clock,
-        seal=SEAL,
-        seed_source=seeds(7),
-        bounds=bounds,
-    )
+    runner = desk_runner(store, clock, seed_source=seeds(7), bounds=bounds)
     s = Site(r, keys, promotion, store, clock, runner)
     for draw in draws:
         await s.entry_pool(draw, {Tombola.POOLED: {f"C{n:02d}": 1 + n % 4 for n in range(20)}})

@@ -28,7 +28,6 @@ from bonusd.audit.chain import verify_chain
 from bonusd.audit.store import AuditStore
 from bonusd.cli import main as cli
 from bonusd.clocks.clock import ManualClock
-from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import redis_client
 from bonusd.infra.sharedclock import SharedClock
@@ -44,7 +43,6 @@ from tests.draws import helpers as draw_helpers
 from tests.infra import helpers as clock_helpers
 from tests.promotions import helpers as promotion_helpers
 from tests.raps import helpers as raps_helpers
-from tests.seal_helpers import SEAL
 from tests.telemetry_helpers import Publisher, game
 
 T = dt.datetime(2026, 10, 3, 20, 0, tzinfo=SAST)
@@ -210,14 +208,7 @@ async def test_a_draw_round_to_its_letter(
         promotion_id=draw_helpers.PID, draw_id="halfway", closed_at=clock.now(), counts=counts
     )
     await acluster.set(store.keys.pool(draw_helpers.PID, "halfway"), pool.canonical())
-    desk = DrawRunner(
-        redis=acluster,
-        keys=keys,
-        audit=AuditStore(acluster, keys),
-        promotions=store,
-        clock=clock,
-        seal=SEAL,
-    )
+    desk = draw_helpers.desk_runner(store, clock)
     await draw_helpers.a_draw_from_commitment_to_letter((desk, clock))
     chain, _ = await desk.verify(f"{draw_helpers.PID}.halfway")  # round 1 not settled yet
     assert chain.startswith("chain intact")

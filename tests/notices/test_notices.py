@@ -42,7 +42,7 @@ from bonusd.raps.rules import RapsClaim
 from bonusd.registry.records import Member, Tier
 from bonusd.settings import Settings
 from tests.daemon_helpers import PROJECT, running
-from tests.seal_helpers import SEAL
+from tests.draws.helpers import desk_runner
 
 GH = "golden-horse-mega-points-chase"
 FESTA = "montecasino-festa-fortuna"
@@ -161,15 +161,7 @@ async def env(site: str, redis_url: str) -> AsyncIterator[Env]:
     festa = load_promotion(PROJECT / "promotions" / f"{FESTA}.toml")
     store = PromotionStore(r, keys, [gh, festa])
     clock = ManualClock(dt.datetime.combine(gh.draw("halfway").date, dt.time(19), gh.zone))
-    desk = DrawRunner(
-        redis=r,
-        keys=keys,
-        audit=AuditStore(r, keys),
-        promotions=store,
-        clock=clock,
-        seal=SEAL,
-        seed_source=random.Random(7).randbytes,
-    )
+    desk = desk_runner(store, clock, seed_source=random.Random(7).randbytes)
     counts = {Tombola.POOLED: {c: 1 + n % 4 for n, c in enumerate(CARDS)}}
     pool = EntryPool.freeze(
         promotion_id=GH, draw_id="halfway", closed_at=clock.now(), counts=counts
