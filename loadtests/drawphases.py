@@ -24,7 +24,7 @@ PARTS = (  # (label, class, method, is a coroutine)
     ("mirror sync (Redis script + applying the changed rows)", FloorMirror, "sync", True),
     ("snapshot view (the columns and the difference file)", FloorMirror, "view", False),
     ("decision (judge, pool, pick, records)", RapsBook, "select", False),
-    ("audit commit (2 round trips, files and records)", AuditStore, "commit", True),
+    ("audit commit (1 round trip, files and records)", AuditStore, "commit", True),
 )
 
 

@@ -21,7 +21,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import cast
+from typing import Any, cast
 
 import redis.exceptions
 from redis.asyncio import Redis
@@ -37,7 +37,7 @@ from bonusd.audit.chain import (
     utc_text,
     verify_chain,
 )
-from bonusd.audit.writes import StepWrites
+from bonusd.audit.writes import StepFile, StepWrites
 from bonusd.errors import BonusdError, ConflictError
 from bonusd.infra.keys import Keys
 
@@ -62,6 +62,23 @@ def _not_older(entries: Sequence[Entry], head: AuditRecord | None) -> None:
         )
 
 
+def _in_order(entries: Sequence[Entry], head: str) -> bool:
+    """The entries are no older than the chain's `head` (as `_not_older` checks)."""
+    if not head:
+        return True
+    newest = from_jsonl(head)[0].time
+    return all(utc_text(e.at) >= newest for e in entries)
+
+
+def _write_files(pipe: Any, files: Sequence[StepFile]) -> None:
+    """Queue the content-addressed files' writes (never replacing one) on `pipe`."""
+    for name, field, value in files:
+        if field is None:
+            pipe.set(name, value, nx=True)
+        else:
+            pipe.hsetnx(name, field, value)
+
+
 class AuditStore:
     """Append to and read back the audit chain of one site, and the ledgers of subjects."""
 
@@ -72,6 +89,7 @@ class AuditStore:
         self._notify = keys.notify  # the live push listens here (bonusd.push.hub)
         text = resources.files("bonusd").joinpath("lua", "audit_commit.lua").read_text("utf-8")
         self._commit = redis.register_script(text)
+        self._head: str | None = None  # the chain's last record as last written or read
 
     def ledger_key(self, subject: str) -> str:
         return self._keys.ledger(subject)
@@ -93,27 +111,24 @@ class AuditStore:
         the ledger still holds `expect` records; else `StaleLedger`. `extra` adds the
         step's own writes (`StepWrites`), made in the same atomic call.
 
-        Two round trips: the ledger's length and the chain's head read together (with the
-        step's content-addressed files, written ahead: `StepWrites`), then one script call
-        (`lua/audit_commit.lua`) that appends only if neither changed. When another record
-        landed on the chain meanwhile, the script answers with the new head and the same
-        entries are chained to it again (the ledger did not change: the decision stands)."""
+        One round trip when this store knows the chain's head (it remembers the last it
+        wrote or read): the step's content-addressed files (written ahead: `StepWrites`)
+        and one script call (`lua/audit_commit.lua`) that appends only if the ledger's
+        length and the chain's head are the ones the records were decided and chained
+        on. Otherwise (the first commit, or a head the entries would be older than) the
+        ledger's length and the chain's head are read first, with the files. When another
+        record landed on the chain meanwhile, the script answers with the new head and
+        the same entries are chained to it again (the ledger did not change: the
+        decision stands)."""
         ledger = self.ledger_key(subject)
         writes = StepWrites()
         if extra is not None:
             extra(writes)
         write_keys, write_args = writes.encoded(first_key=3)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.llen(ledger)
-            pipe.lindex(self._list, -1)
-            for name, field, value in writes.files:  # content-addressed: written ahead
-                if field is None:
-                    pipe.set(name, value, nx=True)
-                else:
-                    pipe.hsetnx(name, field, value)
-            length, raw, *_ = await pipe.execute()
-        if length != expect:
-            raise StaleLedger(f"{subject} changed meanwhile; reload and retry")
+        raw, files = self._head, writes.files
+        if raw is None or not _in_order(entries, raw):
+            raw = await self._read_head(ledger, subject, expect, files)
+            files = []
         while True:
             last = from_jsonl(raw)[0] if raw else None
             _not_older(entries, last)
@@ -124,16 +139,53 @@ class AuditStore:
                 )
                 out.append(last)
             rows = [r.to_json() for r in out]
-            reply = await self._commit(
-                keys=[self._list, ledger, *write_keys],
-                args=[expect, raw or "", len(rows), *rows, self._notify, subject, *write_args],
-            )
+            keys = [self._list, ledger, *write_keys]
+            args = [expect, raw, len(rows), *rows, self._notify, subject, *write_args]
+            reply = await self._files_then_script(files, keys, args)
+            files = []
             if reply[0] == 1:
+                self._head = rows[-1] if rows else raw
                 return out
             if reply[1] == "ledger":
                 raise StaleLedger(f"{subject} changed meanwhile; reload and retry")
-            raw = reply[2]
+            raw = self._head = reply[2]
             logger.debug("audit commit raced; chaining to the new head")
+
+    async def _read_head(
+        self, ledger: str, subject: str, expect: int, files: Sequence[StepFile]
+    ) -> str:
+        """The chain's head ("" when empty), read with the ledger's length (`StaleLedger`
+        unless `expect`) and with `files` written ahead."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.llen(ledger)
+            pipe.lindex(self._list, -1)
+            _write_files(pipe, files)
+            length, raw, *_ = await pipe.execute()
+        if length != expect:
+            raise StaleLedger(f"{subject} changed meanwhile; reload and retry")
+        self._head = cast(str, raw or "")
+        return self._head
+
+    async def _files_then_script(
+        self, files: Sequence[StepFile], keys: list[str], args: list[Any]
+    ) -> list[Any]:
+        """`files` written ahead and the commit script called, in one round trip (by its
+        SHA-1; loaded first when Redis does not hold it, as after a restart)."""
+        if not files:
+            return cast(list[Any], await self._commit(keys=keys, args=args))
+        async with self._redis.pipeline(transaction=False) as pipe:
+            _write_files(pipe, files)
+            pipe.evalsha(self._commit.sha, len(keys), *keys, *args)
+            replies = await pipe.execute(raise_on_error=False)
+        *written, reply = replies
+        for got in written:
+            if isinstance(got, Exception):
+                raise got
+        if isinstance(reply, redis.exceptions.NoScriptError):
+            return cast(list[Any], await self._commit(keys=keys, args=args))
+        if isinstance(reply, Exception):
+            raise reply
+        return cast(list[Any], reply)
 
     async def append(
         self, *, at: dt.datetime, actor: str, kind: Kind, payload: dict[str, Json]
@@ -147,8 +199,10 @@ class AuditStore:
                     _not_older([Entry(at, actor, kind, payload)], last)
                     rec = next_record(last, at=at, actor=actor, kind=kind, payload=payload)
                     pipe.multi()  # type: ignore[no-untyped-call]
-                    pipe.rpush(self._list, rec.to_json())
+                    row = rec.to_json()
+                    pipe.rpush(self._list, row)
                     await pipe.execute()
+                    self._head = row
                     await self._redis.publish(self._notify, kind.value)  # after EXEC: cluster
                     return rec
                 except redis.exceptions.WatchError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 Value = str | bytes | int | float
+StepFile = tuple[str, str | None, Value]  # (key, hash field or None, value)
 
 
 class StepWrites:
@@ -24,7 +25,7 @@ class StepWrites:
 
     def __init__(self) -> None:
         self.ops: list[tuple[str, str, list[Value]]] = []
-        self.files: list[tuple[str, str | None, Value]] = []  # (key, hash field or None, value)
+        self.files: list[StepFile] = []
 
     def file(self, name: str, value: Value) -> None:
         """A content-addressed file kept under `name` (written ahead, never replaced)."""

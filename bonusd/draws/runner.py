@@ -31,13 +31,14 @@ from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
 from bonusd.audit.store import AuditStore
 from bonusd.audit.writes import StepWrites
 from bonusd.clocks.clock import Clock
-from bonusd.draws import ledger
+from bonusd.draws import caches
 from bonusd.draws.book import SCHEDULER, DrawBook, DrawPlan, check_bin_closes, subject_of
+from bonusd.draws.caches import DESK_CACHES, CacheBounds
 from bonusd.draws.changerunner import ChangeCommands
 from bonusd.draws.claims import Actor, ClaimError, Prize
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource
-from bonusd.draws.ledger import DESK_CACHES, CacheBounds, ExcludedSincePool, LedgerRunner
+from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner
 from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import DrawError, RoundKey, TicketList
 from bonusd.draws.seal import SeedSeal
@@ -74,8 +75,8 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
         super().__init__(redis, keys, audit, on_deadline_change=on_deadline_change, bounds=bounds)
         self.promotions, self.clock = promotions, clock
         self.seeds = SeedVault(redis, seal, seed_source)
-        self._pools: ledger.DeskCache[str, Pool] = ledger.DeskCache(
-            bounds.pools, bounds.pools_mb * ledger.MB, bounds.idle_s, self._now, ledger.pool_bytes
+        self._pools: caches.DeskCache[str, Pool] = caches.DeskCache(
+            bounds.pools, bounds.pools_mb * caches.MB, bounds.idle_s, self._now, caches.pool_bytes
         )
         self._on_records = on_records
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from cachetools import LRUCache
 from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Entry, Kind
@@ -28,6 +29,7 @@ from bonusd.infra.keys import Keys
 
 logger = logging.getLogger(__name__)
 REFUSED = "seed_refused"  # the `event` of the exception record a refusal leaves
+CHECKED_SEEDS = 1024  # (key, sealed value, commitment) found to hold: not opened again
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ class SeedVault:
         self, redis: Redis, seal: SeedSeal, source: SeedSource = secrets.token_bytes
     ) -> None:
         self.redis, self.seal, self._source = redis, seal, source
+        # a sealed value read before and found to open to its commitment opens to the same
+        # seed again: every step checks every seed of its session, without opening them
+        self._checked = LRUCache[tuple[str, str, str], bytes](CHECKED_SEEDS)
 
     async def create(self, subject: str, names: Sequence[str]) -> dict[str, bytes]:
         """Fresh sealed seeds under `names` where none is (SET NX), then read back: only
@@ -67,17 +72,25 @@ class SeedVault:
                 raise SeedRefused(subject, [(name, str(exc))]) from None
         return seeds
 
-    async def committed(self, subject: str, seeds: Sequence[Committed]) -> dict[str, bytes]:
+    async def committed(
+        self, subject: str, seeds: Sequence[Committed], values: Sequence[str | None] | None = None
+    ) -> dict[str, bytes]:
         """The committed seeds, each opened and checked against its commitment;
-        `SeedRefused` naming every one missing, unopenable or not the committed seed."""
+        `SeedRefused` naming every one missing, unopenable or not the committed seed.
+        `values`: the seeds' keys as just read with something else (else read here)."""
         if not seeds:
             return {}
-        values = cast(list[str | None], await self.redis.mget([c.name for c in seeds]))
+        if values is None:
+            values = cast(list[str | None], await self.redis.mget([c.name for c in seeds]))
         found: dict[str, bytes] = {}
         problems: list[tuple[str, str]] = []
         for want, value in zip(seeds, values, strict=True):
             if value is None:
                 problems.append((want.name, "the committed seed's key is missing from Redis"))
+                continue
+            known = self._checked.get((want.name, value, want.commitment))
+            if known is not None:
+                found[want.name] = known
                 continue
             try:
                 seed = self.seal.open(want.name, value)
@@ -89,7 +102,7 @@ class SeedVault:
                     (want.name, f"holds a seed that is not the one committed ({want.commitment})")
                 )
                 continue
-            found[want.name] = seed
+            found[want.name] = self._checked[(want.name, value, want.commitment)] = seed
         if problems:
             raise SeedRefused(subject, problems)
         return found

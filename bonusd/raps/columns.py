@@ -24,9 +24,11 @@ Codes = npt.NDArray[np.int32]  # a text column as codes of a table value -> code
 
 
 def _among(codes: Codes, table: Mapping[bytes, int], values: Collection[str]) -> Bools:
-    """Where a coded column holds one of `values` (a value never seen has no code)."""
-    wanted = [table[v.encode()] for v in values if v.encode() in table]
-    found: Bools = np.isin(codes, wanted)
+    """Where a coded column holds one of `values` (a value never seen has no code): one
+    look-up per row in a table of the codes wanted."""
+    wanted = np.zeros(len(table) + 1, dtype=np.bool_)
+    wanted[[table[v.encode()] for v in values if v.encode() in table]] = True
+    found: Bools = wanted[codes]
     return found
 
 

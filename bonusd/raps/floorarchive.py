@@ -11,21 +11,26 @@ before this layout stored the file itself under the attempt: `archived_floor` re
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from typing import cast
 
 from redis.asyncio import Redis
 
-from bonusd.audit.chain import AuditRecord, Kind
+from bonusd.audit.chain import AuditRecord, Kind, verify_chain
+from bonusd.draws.caches import SizedLRU, snapshot_bytes
+from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool
-from bonusd.draws.ledger import SizedLRU, snapshot_bytes
+from bonusd.draws.poolfile import parse_pool
 from bonusd.draws.rounds import RoundKey
-from bonusd.draws.verify import Mismatch
-from bonusd.errors import BonusdError
+from bonusd.draws.verify import Mismatch, Verification
+from bonusd.errors import AuditFormatError, BonusdError
 from bonusd.infra.keys import Keys
 from bonusd.raps.floordelta import DeltaError, base_named, is_delta
 from bonusd.raps.rules import RapsRules
 from bonusd.raps.snapshot import FloorSnapshot, check_floor
 
+logger = logging.getLogger(__name__)
 FILE_REF = "file:"  # an attempt's field names the file's field: file:{sha256}
 
 
@@ -96,3 +101,29 @@ async def floor_mismatches(
         if wrong is not None:
             out[(rec.payload["tombola"], rec.payload["round"])] = wrong
     return out
+
+
+async def verified_jackpot(
+    redis: Redis, keys: Keys, records: list[AuditRecord], jackpot_ref: str, rules: RapsRules
+) -> tuple[str, dict[RoundKey, Verification]]:
+    """The chain check of `records` (the whole trail) and the picks of jackpot
+    `jackpot_ref` recomputed from its revealed seed and archived pool files (one missing or
+    not in canonical form fails the check), each pool held to its archived floor under
+    `rules` (`floor_mismatches`)."""
+    pools: dict[str, Pool] = {}
+    for rec in records:
+        if rec.kind == Kind.POOL and rec.payload.get("draw_id") == jackpot_ref:
+            commitment = rec.payload["pool_commitment"]
+            raw = await redis.get(keys.poolfile(commitment))
+            try:
+                if raw is not None:
+                    pools[commitment] = parse_pool(cast(str, raw).encode())
+            except AuditFormatError as exc:
+                logger.warning("jackpot %s: pool file %s: %s", jackpot_ref, commitment, exc)
+    chain = verify_chain(records)
+    checked = evidence(records, jackpot_ref, pools).verify()
+    wrong = await floor_mismatches(redis, keys, records, jackpot_ref, pools=pools, rules=rules)
+    for key, mismatch in wrong.items():
+        if key in checked:
+            checked[key] = replace(checked[key], mismatches=(mismatch, *checked[key].mismatches))
+    return str(chain), checked

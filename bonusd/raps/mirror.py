@@ -125,6 +125,18 @@ class FloorMirror:
         self._day = np.zeros(0, dtype=np.int32)
         self._base: Base | None = None  # the whole snapshot a pick's difference is from
         self._since: set[str] = set()  # cards whose rows changed or left since that base
+        self._shared = False  # a snapshot holds the lists and columns: copy before changing
+
+    def _own(self) -> None:
+        """Copy what the last snapshot shares before changing it (copy on write: a pick
+        takes the floor without copying 20,000 rows; the next sync copies them)."""
+        if not self._shared:
+            return
+        self._cards, self._lines = self._cards[:], self._lines[:]
+        self._order = self._order.copy()
+        for name in COLUMN_NAMES:
+            setattr(self, name, getattr(self, name).copy())
+        self._shared = False
 
     @property
     def size(self) -> int:
@@ -173,6 +185,7 @@ class FloorMirror:
         return self.size == size
 
     def _apply(self, cards: Sequence[str], rows: Sequence[str | None]) -> None:
+        self._own()
         if self._base is not None:
             self._since.update(cards)
         written = [(c, r) for c, r in zip(cards, rows, strict=True) if r is not None]
@@ -292,23 +305,24 @@ class FloorMirror:
         the `tag` of a confirmed base of the same day (`checkpoint`), archived as the
         difference from that base (docs/fairness.md section 10, form 2)."""
         size = len(self._cards)
+        self._shared = True  # the snapshot takes the mirror's own lists and columns
         other_day = self._day[:size] != self._days.get(day.encode(), -1)
-        spend = self._spend[:size].copy()
-        lines = self._lines[:]
+        spend, lines = self._spend[:size], self._lines
         if other_day.any():
+            spend, lines = spend.copy(), lines[:]
             spend[other_day] = 0
             for slot in np.flatnonzero(other_day).tolist():
                 fields = lines[slot].split("\t")
                 fields[SPEND] = "0"
                 lines[slot] = "\t".join(fields)
         columns = FloorColumns(
-            cards=self._cards[:],
-            order=self._order.copy(),
-            area=self._area[:size].copy(),
-            tier=self._tier[:size].copy(),
-            last_play_ms=self._last[:size].copy(),
+            cards=self._cards,
+            order=self._order,
+            area=self._area[:size],
+            tier=self._tier[:size],
+            last_play_ms=self._last[:size],
             spend_cents=spend,
-            excluded=self._excluded[:size].copy(),
+            excluded=self._excluded[:size],
             areas=self._areas,
             tiers=self._tiers,
         )

@@ -16,44 +16,40 @@ tasks sharing the cached book never replay a record twice nor see an uncommitted
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import secrets
-from collections.abc import Awaitable, Callable
-from dataclasses import replace
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from cachetools import LRUCache
 from redis.asyncio import Redis
 
-from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
+from bonusd.audit.chain import AuditRecord, Entry, Kind
 from bonusd.audit.store import AuditStore
 from bonusd.audit.writes import StepWrites
 from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.book import SCHEDULER
+from bonusd.draws.caches import DESK_CACHES, MB, CacheBounds
 from bonusd.draws.claims import Actor, ClaimError
-from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool, SeedSource, commit_seed
-from bonusd.draws.ledger import DESK_CACHES, MB, CacheBounds, ExcludedSincePool, LedgerRunner
-from bonusd.draws.poolfile import parse_pool
+from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner
 from bonusd.draws.rounds import RoundKey
 from bonusd.draws.runner import DrawRunner
 from bonusd.draws.seal import SeedSeal
 from bonusd.draws.seeds import Committed, SeedVault
 from bonusd.draws.verify import Verification
-from bonusd.errors import AuditFormatError, ConflictError, NotFoundError
+from bonusd.errors import ConflictError, NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Action
 from bonusd.promotions.store import PromotionStore
 from bonusd.promotions.timetable import promotion_timetable
 from bonusd.raps.book import RapsBook
-from bonusd.raps.floorarchive import FILE_REF, FloorArchive, floor_mismatches
+from bonusd.raps.floorarchive import FILE_REF, FloorArchive, verified_jackpot
 from bonusd.raps.mirror import FloorMirror
 from bonusd.raps.plan import SessionPlan, jackpot_number
 from bonusd.raps.snapshot import FloorSnapshot, judge
 
-logger = logging.getLogger(__name__)
-
 Command = Callable[[RapsBook], list[Entry]]
+MadePlan = tuple[object, object, SessionPlan]  # a plan, with the promotion and times it is of
 
 
 class RapsRunner(LedgerRunner[RapsBook]):
@@ -81,6 +77,7 @@ class RapsRunner(LedgerRunner[RapsBook]):
         self._floors = FloorArchive(redis, keys, bounds.floors, bounds.floors_mb * MB)
         self.live_floor = FloorMirror(redis, keys)  # the floor a pick judges
         self._random_times = LRUCache[tuple[str, str], tuple[dt.datetime, ...]](bounds.timetables)
+        self._plans = LRUCache[tuple[str, str], MadePlan](bounds.timetables)
         # pool files and the deadline index are the draw runner's: the same keys, one reader
         self._draws = DrawRunner(
             redis=redis,
@@ -100,15 +97,20 @@ class RapsRunner(LedgerRunner[RapsBook]):
             session = promotion.jackpot_session(session_id)
         except KeyError as exc:
             raise NotFoundError(str(exc).strip("'\"")) from None
-        if not session.times.random:
-            return SessionPlan.of(promotion, session)
-        times = self._random_times.get((promotion_id, session_id))
-        if times is None:
-            raise ConflictError(
-                f"jackpot session {promotion_id}.{session_id} has random times that are not "
-                "loaded yet; retry in a moment"
-            )
-        return SessionPlan.of(promotion, session, times)
+        times = None
+        if session.times.random:
+            times = self._random_times.get((promotion_id, session_id))
+            if times is None:
+                raise ConflictError(
+                    f"jackpot session {promotion_id}.{session_id} has random times that are "
+                    "not loaded yet; retry in a moment"
+                )
+        made = self._plans.get((promotion_id, session_id))
+        if made is not None and made[0] is promotion and made[1] == times:
+            return made[2]  # (a pick asks three times: working out its times takes ~0.1 ms)
+        plan = SessionPlan.of(promotion, session, times)
+        self._plans[(promotion_id, session_id)] = (promotion, times, plan)
+        return plan
 
     async def load_plan(
         self, promotion_id: str, session_id: str, *, create: bool = True
@@ -141,19 +143,30 @@ class RapsRunner(LedgerRunner[RapsBook]):
     def _seed_name(self, plan: SessionPlan, number: int) -> str:
         return self.keys.seed(plan.subject, "raps", str(number))
 
-    async def _seeds(
-        self, plan: SessionPlan, book: RapsBook, records: list[AuditRecord]
-    ) -> dict[int, bytes]:
-        """The seeds of every jackpot the book or `records` commit, each checked against
-        its commitment (`SeedVault.committed`: `SeedRefused` otherwise)."""
+    def _wanted(
+        self, plan: SessionPlan, book: RapsBook, records: Sequence[AuditRecord] = ()
+    ) -> dict[int, Committed]:
+        """The seed of every jackpot the book or `records` commit: its key and commitment."""
         want = {n: commit_seed(st.seed) for n, st in book.jackpots.items() if st.seed}
         for rec in records:
             if rec.kind == Kind.COMMITMENT:
                 want[jackpot_number(rec.payload["draw_id"])] = rec.payload["seed_commitment"]
-        names = {n: self._seed_name(plan, n) for n in want}
-        found = [Committed(names[n], sealed) for n, sealed in want.items()]
-        opened = await self.seeds.committed(plan.subject, found)
-        return {n: opened[names[n]] for n in want}
+        return {n: Committed(self._seed_name(plan, n), sealed) for n, sealed in want.items()}
+
+    async def _seeds(
+        self,
+        plan: SessionPlan,
+        book: RapsBook,
+        records: Sequence[AuditRecord] = (),
+        read: tuple[dict[int, Committed], list[str | None]] | None = None,
+    ) -> dict[int, bytes]:
+        """The seeds of every jackpot the book or `records` commit, each checked against
+        its commitment (`SeedVault.committed`: `SeedRefused` otherwise); `read`: the seed
+        keys as read with the ledger's length, used when they are still the ones wanted."""
+        want = self._wanted(plan, book, records)
+        values = read[1] if read is not None and read[0] == want else None
+        opened = await self.seeds.committed(plan.subject, list(want.values()), values)
+        return {n: opened[c.name] for n, c in want.items()}
 
     async def book(self, promotion_id: str, session_id: str) -> RapsBook:
         """The session's book, up to date with its ledger. Read it before your next await:
@@ -178,10 +191,15 @@ class RapsRunner(LedgerRunner[RapsBook]):
             for rec in records:
                 book.apply(rec, seeds=seeds, pools=pools.__getitem__, floors=lambda *at: floors[at])
 
+        length, read, cached = None, None, self.cached(plan.subject) if writing else None
+        if cached is not None and cached.plan == plan:  # a step: its seeds read with the length
+            want = self._wanted(plan, cached)
+            length, values = await self._length_with(plan.subject, [c.name for c in want.values()])
+            read = (want, values)
         refresh = self._refresh(
-            plan.subject, lambda: RapsBook(plan), replay, lambda b: b.plan == plan
+            plan.subject, lambda: RapsBook(plan), replay, lambda b: b.plan == plan, length
         )
-        check = (lambda b: self._seeds(plan, b, [])) if writing else None
+        check = (lambda b: self._seeds(plan, b, read=read)) if writing else None
         where = lambda name: (f"{plan.subject}.j{name.rsplit(':', 1)[1]}", "raps", 0)  # noqa: E731
         return await self._checked(plan.subject, refresh, check, where)
 
@@ -371,29 +389,8 @@ class RapsRunner(LedgerRunner[RapsBook]):
     async def verify(self, jackpot_ref: str) -> tuple[str, dict[RoundKey, Verification]]:
         """The chain check and the jackpot's picks recomputed from the revealed seed and the
         archived pool, straight from what Redis holds (a pool file that is missing or not
-        in canonical form fails the check)."""
-        await self.resolve(jackpot_ref)
-        records = await self.audit.records()
-        pools: dict[str, Pool] = {}
-        for rec in records:
-            if rec.kind == Kind.POOL and rec.payload.get("draw_id") == jackpot_ref:
-                commitment = rec.payload["pool_commitment"]
-                raw = await self.redis.get(self.keys.poolfile(commitment))
-                try:
-                    if raw is not None:
-                        pools[commitment] = parse_pool(cast(str, raw).encode())
-                except AuditFormatError as exc:
-                    logger.warning("jackpot %s: pool file %s: %s", jackpot_ref, commitment, exc)
-        chain = verify_chain(records)
-        checked = evidence(records, jackpot_ref, pools).verify()
+        in canonical form fails the check), each pool checked against its archived floor."""
         promotion_id, session_id, _ = await self.resolve(jackpot_ref)
         rules = (await self.load_plan(promotion_id, session_id, create=False)).rules
-        wrong = await floor_mismatches(
-            self.redis, self.keys, records, jackpot_ref, pools=pools, rules=rules
-        )
-        for key, mismatch in wrong.items():
-            if key in checked:
-                checked[key] = replace(
-                    checked[key], mismatches=(mismatch, *checked[key].mismatches)
-                )
-        return str(chain), checked
+        records = await self.audit.records()
+        return await verified_jackpot(self.redis, self.keys, records, jackpot_ref, rules)

@@ -13,7 +13,7 @@ from bonusd.access.auth import TokenStore
 from bonusd.access.sessions import SessionPolicy, StaffSessions
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
-from bonusd.draws.ledger import CacheBounds
+from bonusd.draws.caches import CacheBounds
 from bonusd.draws.runner import DrawRunner
 from bonusd.draws.seal import SeedSeal
 from bonusd.draws.seedkey import load_seal

@@ -20,13 +20,13 @@ from bonusd.audit.chain import AuditRecord, Kind
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, ManualClock
 from bonusd.draws.approvals import ChangeKind, Decision
+from bonusd.draws.caches import DESK_CACHES, CacheBounds
 from bonusd.draws.claims import (
     Actor,
     ClaimError,
     ClaimRole,
     Prize,
 )
-from bonusd.draws.ledger import DESK_CACHES, CacheBounds
 from bonusd.draws.runner import DrawRunner
 from bonusd.infra.keys import Keys
 from bonusd.promotions import Promotion, load_promotion

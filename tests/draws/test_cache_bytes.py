@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bonusd.draws.fairness import Pool
-from bonusd.draws.ledger import (
+from bonusd.draws.caches import (
     DeskCache,
     SizedLRU,
     book_bytes,
@@ -25,6 +24,7 @@ from bonusd.draws.ledger import (
     snapshot_bytes,
     texts_bytes,
 )
+from bonusd.draws.fairness import Pool
 from bonusd.draws.poolfile import parse_pool
 from bonusd.raps.rules import FloorPlayer, PlayKind, RapsRules
 from bonusd.raps.snapshot import FloorSnapshot, judge
@@ -126,6 +126,11 @@ def test_a_floor_snapshot_is_sized_near_what_it_holds_lean_and_judged() -> None:
     raw = FloorSnapshot.from_players(AT, floor_of(4000)).serialise()
     lean, held = traced(lambda: FloorSnapshot.parse(raw))
     assert near(snapshot_bytes(lean), held)
+    kept = FloorSnapshot.parse(raw)
+    first = snapshot_bytes(kept)
+    assert snapshot_bytes(kept) == first  # kept on the snapshot: not walked again
+    judge(kept, RapsRules())
+    assert snapshot_bytes(kept) > 3 * first  # sized again once it made its field table
 
     def judged() -> FloorSnapshot:
         snap = FloorSnapshot.parse(raw)

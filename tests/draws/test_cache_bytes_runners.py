@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from bonusd.audit.chain import Kind
-from bonusd.draws.ledger import CacheBounds
+from bonusd.draws.caches import CacheBounds
 from tests.draws import helpers as dh
 from tests.raps import helpers as rh
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import redis
 
-from bonusd.draws.ledger import CacheBounds
+from bonusd.draws.caches import CacheBounds
 from tests.draws.helpers import CREW, DESK, FIVE_PRIZES, PID, POOLED1, Site, bounded_site
 
 TINY = CacheBounds(books=1, pools=1, floors=1, timetables=1)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
+from bonusd.draws.caches import CacheBounds
 from bonusd.draws.claims import Actor, ClaimError, ClaimRole
-from bonusd.draws.ledger import CacheBounds
 from bonusd.errors import NotFoundError
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys

@@ -172,6 +172,44 @@ async def test_the_mirror_follows_every_writer_of_the_index_by_its_changes_alone
     assert mirror.full_reads == 1
 
 
+async def test_a_snapshot_keeps_its_floor_while_the_mirror_moves_on(
+    aredis: aioredis.Redis, site: str
+) -> None:
+    """A pick's snapshot shares the mirror's rows until the next sync changes them (copy on
+    write): joins, plays, moves and card-outs after it leave it exactly as it was taken,
+    its judgement included; the next snapshot shows them."""
+    r, (keys, st_, mirror) = aredis, parts(aredis, site)
+    h = AT_MS - 60_000
+    await st_.apply_batch(
+        [event(i, "game", f"C{i}", f"EGM-{i}", h, day=NEXT, wager=100 * i) for i in range(8)], []
+    )
+    await current(mirror, r, keys)
+    taken = mirror.view(AT, NEXT)
+    body, sha = taken.body, taken.sha256
+    before = judge(taken, RapsRules(min_spend_cents=300))
+    assert taken.checked is not None
+    spends = taken.checked.spend_cents.copy()
+    await st_.apply_batch(
+        [
+            event(20, "game", "C0", "EGM-0", h + 1_000, day=NEXT, wager=90_000),  # plays
+            event(21, "game", "C9", "EGM-9", h + 2_000, day=NEXT, wager=50_000),  # joins
+            event(22, "card_out", "C3", "EGM-3", h + 3_000, day=NEXT),  # leaves: C7 moves
+            event(23, "game", "C5", "EGM-12", h + 4_000, day=NEXT, wager=100),  # moves
+        ],
+        [],
+    )
+    await current(mirror, r, keys)
+    assert FloorSnapshot(taken.at_ms, taken.source).body == body  # its own lines, untouched
+    assert (taken.checked.spend_cents == spends).all()
+    after = judge(taken, RapsRules(min_spend_cents=300))
+    assert (after.eligible, after.reasons()) == (before.eligible, before.reasons())
+    assert "C3" in before.eligible
+    same_judgement(taken, RapsRules(min_spend_cents=300), frozenset())
+    assert FloorSnapshot.parse(taken.serialise()).sha256 == sha
+    now = mirror.view(AT, NEXT)
+    assert "C3\t" not in now.body and "C9\t" in now.body and "EGM-12" in now.body
+
+
 async def test_a_mirror_that_may_have_drifted_is_read_whole(
     aredis: aioredis.Redis, site: str, caplog: pytest.LogCaptureFixture
 ) -> None:

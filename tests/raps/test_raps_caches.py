@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from bonusd.draws.ledger import CacheBounds
+from bonusd.draws.caches import CacheBounds
 from tests.raps.helpers import CREW, PID, SID, Site, bounded, fifty, local, make_site
 
 TINY = CacheBounds(books=1, pools=1, floors=1, timetables=1)
