@@ -70,6 +70,9 @@ async def _listen(
                 if message is not None:
                     await on_message(message["data"])
         except REDIS_ERRORS as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # a cancel that met the read's own
+                raise asyncio.CancelledError from exc  # timeout comes out as TimeoutError
             logger.warning("%s: notification channel lost (%s); reconnecting", what, exc)
             if await pause(stop, backoff.next_delay()):
                 return

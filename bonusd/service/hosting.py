@@ -1,7 +1,7 @@
 """How the daemon is hosted (docs/deploy.md): its HTTP server, and what it tells systemd
 and the monitoring outside any request.
 
-`http_server` is uvicorn as the daemon runs it: without signal handlers of its own
+`HttpServing` runs `http_server`, uvicorn as the daemon runs it: without signal handlers of its own
 (SIGTERM belongs to the `Service`), believing `X-Forwarded-For`/`-Proto` only from
 `BONUSD_TRUSTED_PROXIES` (uvicorn's own default would believe loopback and read
 `FORWARDED_ALLOW_IPS`), and logging through the daemon's handler in JSON mode.
@@ -31,6 +31,7 @@ from starlette.types import ASGIApp
 from uvicorn.config import LOGGING_CONFIG
 
 from bonusd.clocks.clock import Clock
+from bonusd.errors import ConfigError
 from bonusd.infra.backoff import pause
 from bonusd.infra.health import Health
 from bonusd.infra.keys import Keys
@@ -53,6 +54,38 @@ class _QuietServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+
+class HttpServing:
+    """The daemon's HTTP server over its life: `run` serves `app` until told to stop; a
+    port it cannot listen on is a `ConfigError` naming it (uvicorn itself exits the
+    process, which would skip the daemon's clean shutdown)."""
+
+    def __init__(self, settings: Settings, app: ASGIApp) -> None:
+        self.settings, self.app = settings, app
+        self.server: uvicorn.Server | None = None
+
+    @property
+    def started(self) -> bool:
+        return bool(self.server and self.server.started)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        server = self.server = http_server(self.settings, self.app)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._serve(server), name="uvicorn")
+            await stop.wait()
+            server.should_exit = True
+
+    async def _serve(self, server: uvicorn.Server) -> None:
+        try:
+            await server.serve()
+        except SystemExit:  # uvicorn's answer to a port it could not bind (logged above)
+            where = f"{self.settings.http_host}:{self.settings.http_port}"
+            raise ConfigError(
+                f"the HTTP server could not listen on {where} (the log line above says why; "
+                "most often another program holds the port): stop it, or set "
+                "BONUSD_HTTP_HOST / BONUSD_HTTP_PORT"
+            ) from None
 
 
 def http_server(settings: Settings, app: ASGIApp) -> uvicorn.Server:

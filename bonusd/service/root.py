@@ -13,15 +13,13 @@ commit, stops the leader's tasks and releases the lease, stops HTTP and closes t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import gc
 import logging
 import signal
+from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any
-
-import uvicorn
 
 from bonusd.access.auth import TokenStore
 from bonusd.access.ratelimit import RateLimits
@@ -39,7 +37,7 @@ from bonusd.infra.heap import trim_every, watch_heap_dumps
 from bonusd.infra.keys import Keys
 from bonusd.infra.layout import ensure_layout
 from bonusd.infra.metrics import Metrics
-from bonusd.infra.redisclient import REDIS_ERRORS, redis_client
+from bonusd.infra.redisclient import redis_client
 from bonusd.infra.sharedclock import SharedClock, clock_from
 from bonusd.ingest.consumer import CommitHook
 from bonusd.notices.notifier import SmsNotifier
@@ -51,18 +49,14 @@ from bonusd.promotions.summaries import DrawSummaries
 from bonusd.service.actions import ScheduledActions
 from bonusd.service.claimtimers import ClaimTimers
 from bonusd.service.floorwindow import FloorWindow
-from bonusd.service.hosting import OpsWatch, http_server
+from bonusd.service.hosting import HttpServing, OpsWatch
 from bonusd.service.parts import floor_ingest, kiosk_desk, leadership, push_hub, runners, signin
+from bonusd.service.redishealth import RedisWatch
 from bonusd.service.retention import RetentionSweeper
 from bonusd.service.scheduler import Scheduler
 from bonusd.settings import Settings
 
 logger = logging.getLogger(__name__)
-# Redis is pinged this often, and a ping not answered within the timeout is an outage: a
-# hung Redis (SIGSTOP, a full disk, a stuck failover) turns /health degraded within their
-# sum, not only a refused connection (1.5 s, measured in docs/robustness.md).
-REDIS_WATCH_INTERVAL_S = 0.5
-REDIS_PROBE_TIMEOUT_S = 1.0
 
 
 class Service:
@@ -107,7 +101,7 @@ class Service:
         self._build_stores()
         self._build_live_parts()
         self._build_http_and_jobs()
-        self._http: uvicorn.Server | None = None
+        self._failed: list[tuple[str, Exception]] = []  # (task, its error): `run` raises it
 
     def _build_stores(self) -> None:
         """Tokens, the audit trail, the promotions' store and the runners."""
@@ -220,6 +214,11 @@ class Service:
             calendar=self.calendar,
             promotions=lambda: self.promotions,
         )
+        # the headers once more outside the app's own error handler, so its 500s carry them
+        self.http = HttpServing(self.settings, SecureHeaders(self.app))
+        self.redis_watch = RedisWatch(
+            self.redis, self.settings.redis_url, self.health, self.metrics
+        )
         self.ops = OpsWatch(  # systemd's READY and watchdog; the gauges of deploy/prometheus/
             self.settings,
             redis=self.redis,
@@ -228,14 +227,14 @@ class Service:
             metrics=self.metrics,
             health=self.health,
             push=self.push,
-            serving=lambda: not self._serve_http or bool(self._http and self._http.started),
+            serving=lambda: not self._serve_http or self.http.started,
         )
 
     async def __aenter__(self) -> Service:
         self.health.redis_ok = True  # assume so until a probe says otherwise, so it logs once
         if isinstance(self.clock, SharedClock):  # no shared time without Redis: wait for it
             await self.clock.open_when_available(self.stop_event)
-        if not await self._probe_redis():
+        if not await self.redis_watch.probe():
             logger.warning("starting anyway; ingest waits for Redis")
         else:  # data in a layout this release must not run on is refused (LayoutError)
             await ensure_layout(self.redis, self.keys, holder=self.leader.holder)
@@ -258,7 +257,9 @@ class Service:
         self.stop_event.set()
 
     async def run(self, *, install_signal_handlers: bool = True) -> None:
-        """Run until stopped. Broker or Redis outages are waited out, never fatal."""
+        """Run until stopped. Broker or Redis outages are waited out, never fatal; a task
+        that fails stops the daemon as SIGTERM does (`_stops_on_failure`), then its error
+        is raised."""
         loop = asyncio.get_running_loop()
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -270,20 +271,8 @@ class Service:
         gc.freeze()
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self.ingest.run(self.stop_event), name="ingest")
-                tg.create_task(self._watch_redis(), name="redis-watch")
-                tg.create_task(self.push.run(self.stop_event), name="push")
-                tg.create_task(self.rules.run(self.stop_event), name="rules")
-                tg.create_task(self.leader.run(self.stop_event, self._lead), name="leader")
-                tg.create_task(self.ops.run(self.stop_event), name="ops-watch")
-                tg.create_task(trim_every(self.settings.heap_trim_s, self.stop_event), name="heap")
-                if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
-                    floor = self.floor_window.run(self.stop_event)  # around RAPS sessions only
-                    tg.create_task(floor, name="raps-floor")
-                if isinstance(self.clock, SharedClock):
-                    tg.create_task(self.clock.watch(self.stop_event), name="clock-watch")
-                if self._serve_http:
-                    tg.create_task(self._serve(), name="http")
+                for name, work in self._tasks():
+                    tg.create_task(self._stops_on_failure(name, work), name=name)
                 logger.info(
                     "bonusd running for site %s (clock %s, speed x%s)",
                     self.settings.site,
@@ -294,6 +283,39 @@ class Service:
             if install_signal_handlers:
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2):
                     loop.remove_signal_handler(sig)
+        if self._failed:
+            raise _innermost(self._failed[0][1])
+
+    def _tasks(self) -> list[tuple[str, Coroutine[Any, Any, None]]]:
+        """Every task of the daemon, by name (docs/architecture.md, "Tasks")."""
+        stop = self.stop_event
+        tasks = [
+            ("ingest", self.ingest.run(stop)),
+            ("redis-watch", self.redis_watch.run(stop)),
+            ("push", self.push.run(stop)),
+            ("rules", self.rules.run(stop)),
+            ("leader", self.leader.run(stop, self._lead)),
+            ("ops-watch", self.ops.run(stop)),
+            ("heap", trim_every(self.settings.heap_trim_s, stop)),
+        ]
+        if self.settings.raps_floor_sync_s > 0:  # any daemon may run a jackpot
+            tasks.append(("raps-floor", self.floor_window.run(stop)))  # around RAPS sessions
+        if isinstance(self.clock, SharedClock):
+            tasks.append(("clock-watch", self.clock.watch(stop)))
+        if self._serve_http:
+            tasks.append(("http", self.http.run(stop)))
+        return tasks
+
+    async def _stops_on_failure(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run one task; if it fails, stop the daemon as SIGTERM does: every other task
+        ends by its own stop path (the consumer commits, the leader releases its lease),
+        not by a cancellation in the middle of a write."""
+        try:
+            await work
+        except Exception as exc:
+            self._failed.append((name, exc))
+            logger.critical("the daemon's %s task failed: stopping", name, exc_info=exc)
+            self.stop()
 
     async def _lead(self, stop: asyncio.Event) -> None:
         """What only the site's leader runs, until `stop` (docs/leader.md)."""
@@ -359,41 +381,10 @@ class Service:
     def _poke_timers(self) -> None:
         self.timers.poke()
 
-    async def _probe_redis(self) -> bool:
-        """Ping Redis and record the answer in health; never raises for an outage. No
-        answer within `REDIS_PROBE_TIMEOUT_S` is an outage too (a hung Redis)."""
-        try:
-            async with asyncio.timeout(REDIS_PROBE_TIMEOUT_S):
-                await self.redis.ping()
-        except (*REDIS_ERRORS, TimeoutError) as exc:
-            problem = str(exc) or f"no answer to a ping within {REDIS_PROBE_TIMEOUT_S}s"
-            if self.health.redis_ok:
-                logger.warning(
-                    "Redis at %s is not answering (%s)", self.settings.redis_url, problem
-                )
-                self.metrics.reconnects.labels("redis").inc()
-            self.health.redis_ok = False
-            self.health.redis_error = problem
-            self.metrics.connected.labels("redis").set(0)
-            return False
-        if not self.health.redis_ok:
-            logger.warning("Redis at %s answers again", self.settings.redis_url)
-        self.health.redis_ok = True
-        self.health.redis_error = ""
-        self.metrics.connected.labels("redis").set(1)
-        return True
 
-    async def _watch_redis(self) -> None:
-        """Keep /health true to Redis even when no telemetry flows (wall-clock cadence)."""
-        while not self.stop_event.is_set():
-            await self._probe_redis()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop_event.wait(), REDIS_WATCH_INTERVAL_S)
-
-    async def _serve(self) -> None:
-        # the headers once more outside the app's own error handler, so its 500s carry them
-        server = self._http = http_server(self.settings, SecureHeaders(self.app))
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(server.serve(), name="uvicorn")
-            await self.stop_event.wait()
-            server.should_exit = True
+def _innermost(exc: Exception) -> Exception:
+    """The error itself when task groups wrapped it alone (a failed HTTP port's
+    `ConfigError` reaches the command line as its message)."""
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
