@@ -109,6 +109,21 @@ def daemon_process(env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
         )
 
 
+def run_until_exit(
+    env: dict[str, str], cwd: Path, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`bonusd run` with `env` in `cwd` until it exits by itself (its output captured)."""
+    return subprocess.run(
+        [sys.executable, "-m", "bonusd", "run"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def wait_healthy(port: int, timeout: float = 15) -> None:
     """Block until the daemon on `port` says its broker session is connected."""
     deadline = time.monotonic() + timeout

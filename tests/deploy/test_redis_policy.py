@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from bonusd.infra.redisclient import redis_client
 from bonusd.settings import Settings
 from simulators.local.cluster import LocalRedisCluster
 from simulators.local.services import free_port
-from tests.daemon_helpers import running
+from tests.daemon_helpers import run_until_exit, running
 from tests.deploy.helpers import NotifySocket, PolicyRedis, tool
 
 
@@ -192,15 +190,7 @@ def test_bonusd_run_refuses_to_start_and_says_why(
         "NOTIFY_SOCKET": str(notify.path),
     }
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "bonusd", "run"],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = run_until_exit(env, tmp_path)
         assert done.returncode == 2, done.stderr
         assert "would break bonusd's promises" in done.stderr
         assert "appendonly is no" in done.stderr

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from bonusd.infra.keys import Keys
 from bonusd.service.root import Service
 from bonusd.settings import Settings
 from simulators.local.services import LocalMosquitto
+from tests.daemon_helpers import run_until_exit
 
 HANG_S = 60  # only a hang fails this (a stop takes well under a second here)
 
@@ -96,15 +95,7 @@ def test_bonusd_run_on_a_taken_port_exits_2_saying_so(
         "BONUSD_RECEIPT_KEY_FILE": str(tmp_path / "receipt-key"),
     }
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "bonusd", "run"],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=HANG_S,
-            check=False,
-        )
+        done = run_until_exit(env, tmp_path, HANG_S)
     finally:
         holder.close()
     assert done.returncode == 2, done.stderr[-2000:]
