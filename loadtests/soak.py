@@ -181,7 +181,6 @@ class Soak:
             "BONUSD_SEED_KEY_FILE": str(work / "seed-key"),
             "BONUSD_RECEIPT_KEY_FILE": str(work / "receipt-key"),
         }
-        env |= trace_env(bool(plan) and args.trace_memory, args.out)
         if plan is None:  # the week sweeps at the production interval (an hour)
             env["BONUSD_RETENTION_INTERVAL_S"] = str(SWEEP_EVERY_S)
         importing = prepare.start_imports(floor, work / "registry", env)
@@ -198,7 +197,8 @@ class Soak:
         days = plan.days + 2 if plan else 2
         kiosk = asyncio.run(_kiosk_token(redis_url, site.keys, start, days))
         base = f"http://127.0.0.1:{http_port}"
-        self.daemon = start_daemon(env, work / "daemon.log")
+        traced = trace_env(bool(plan) and args.trace_memory, args.out)  # the daemon's alone
+        self.daemon = start_daemon(env | traced, work / "daemon.log")
         wait_healthy(base, self.daemon, work / "daemon.log")
         if plan is not None:
             self.run_week(env, r, base, kiosk, (redis_url, mqtt_url))
