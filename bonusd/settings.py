@@ -98,8 +98,10 @@ class Settings(BaseSettings):
     # wall seconds between two trims of the C heap (its free pages given back to the system,
     # bonusd/infra/heap.py); 0: only after the RAPS floor mirror is let go
     heap_trim_s: float = Field(default=60.0, ge=0, le=86_400)
-    # where SIGUSR2 writes the traced allocations of a daemon run with PYTHONTRACEMALLOC
+    # where SIGUSR2 writes the traced allocations of a daemon that traces them
     heap_dump_dir: Path = Path(".")
+    # frames of each allocation traced from the end of start-up on (a diagnosis); 0: none
+    heap_trace_frames: int = Field(default=0, ge=0, le=100)
     # leader election (docs/leader.md): the leader renews its lease every RENEW_S and
     # steps down before TTL_S runs out; a standby polls every POLL_S, so it takes over
     # within TTL_S + POLL_S of the leader's death (6 s with these defaults)

@@ -222,7 +222,7 @@ def heap_mb(base: str) -> dict[str, float]:
     return {part: round(value / 2**20, 1) for part, value in found.items() if not math.isnan(value)}
 
 
-TRACE_FRAMES = 25  # PYTHONTRACEMALLOC for --trace-memory: deep enough to name the caller
+TRACE_FRAMES = 25  # BONUSD_HEAP_TRACE_FRAMES for --trace-memory: deep enough to name the caller
 
 
 def trace_env(on: bool, out: Path) -> dict[str, str]:
@@ -230,7 +230,10 @@ def trace_env(on: bool, out: Path) -> dict[str, str]:
     writes them to `out` on SIGUSR2 (bonusd/infra/heap.py); {} without it."""
     if not on:
         return {}
-    return {"PYTHONTRACEMALLOC": str(TRACE_FRAMES), "BONUSD_HEAP_DUMP_DIR": str(out.resolve())}
+    return {
+        "BONUSD_HEAP_TRACE_FRAMES": str(TRACE_FRAMES),
+        "BONUSD_HEAP_DUMP_DIR": str(out.resolve()),
+    }
 
 
 def heap_dump(on: bool, pid: int) -> bool:

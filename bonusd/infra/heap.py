@@ -11,11 +11,12 @@ Python's own small objects live in its 1 MiB arenas, given back only when wholly
 week that kept more memory resident, not less; docs/benchmarks.md.) On a C library that
 is not glibc (musl, macOS) nothing is read or trimmed.
 
-To see which code holds the memory, run the daemon with `PYTHONTRACEMALLOC=25` (Python
-then records where each allocation was made, at a cost in speed and memory) and send it
-SIGUSR2: it writes the traced allocations to `heap-{pid}-{n}.trace` in
-`BONUSD_HEAP_DUMP_DIR` (`dump_traced`), to compare with `tracemalloc.Snapshot.load` and `compare_to`
-(loadtests/soak.py `--trace-memory` does this over a week).
+To see which code holds the memory, run the daemon with `BONUSD_HEAP_TRACE_FRAMES=25`
+(`watch_heap_dumps` then has Python record where each allocation made after start-up
+was made, at a cost in speed and memory) and send it SIGUSR2: it writes the traced
+allocations to `heap-{pid}-{n}.trace` in `BONUSD_HEAP_DUMP_DIR` (`dump_traced`), to
+compare with `tracemalloc.Snapshot.load` and `compare_to` (loadtests/soak.py
+`--trace-memory` does this over a week).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ async def trim_every(interval_s: float, stop: asyncio.Event) -> None:
 def dump_traced(folder: Path) -> Path | None:
     """Write the allocations tracemalloc traced so far to a new file in `folder` (the
     event loop waits while it is taken: about a second at a daemon's size); None when the
-    daemon does not trace (`PYTHONTRACEMALLOC` unset)."""
+    daemon does not trace."""
     if not tracemalloc.is_tracing():
         return None
     path = folder / f"heap-{os.getpid()}-{next(_DUMPS)}.trace"
@@ -120,13 +121,18 @@ def dump_traced(folder: Path) -> Path | None:
     return path
 
 
-def watch_heap_dumps(loop: asyncio.AbstractEventLoop, folder: Path) -> None:
-    """On SIGUSR2, `dump_traced` into `folder` (`BONUSD_HEAP_DUMP_DIR`) when tracing."""
+def watch_heap_dumps(loop: asyncio.AbstractEventLoop, folder: Path, frames: int = 0) -> None:
+    """On SIGUSR2, `dump_traced` into `folder` (`BONUSD_HEAP_DUMP_DIR`) when tracing; with
+    `frames` (`BONUSD_HEAP_TRACE_FRAMES`), tracing starts now, start-up being over (traced
+    from the first line, the imports alone take ~50 times as long)."""
+    if frames and not tracemalloc.is_tracing():
+        tracemalloc.start(frames)
+        logger.warning("tracing allocations (%d frames) for heap dumps on SIGUSR2", frames)
 
     def dump() -> None:
         path = dump_traced(folder)
         if path is None:
-            logger.warning("SIGUSR2: no heap dump, start the daemon with PYTHONTRACEMALLOC")
+            logger.warning("SIGUSR2: no heap dump, set BONUSD_HEAP_TRACE_FRAMES to trace")
         else:
             logger.warning("SIGUSR2: traced allocations written to %s", path)
 

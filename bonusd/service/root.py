@@ -264,7 +264,8 @@ class Service:
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
-            watch_heap_dumps(loop, self.settings.heap_dump_dir)  # SIGUSR2 (infra/heap.py)
+            heap = self.settings  # SIGUSR2's dumps (infra/heap.py)
+            watch_heap_dumps(loop, heap.heap_dump_dir, heap.heap_trace_frames)
         # What start-up built (settings, promotions, the app, imported modules) lives as
         # long as the process: keep it out of the collector's full passes, which would
         # otherwise pause ingest for tens of milliseconds at a time.

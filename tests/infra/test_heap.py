@@ -56,14 +56,14 @@ def test_the_heap_is_on_the_metrics_page() -> None:
     assert float(found["in_use"]) > 1_000_000
 
 
-async def test_sigusr2_writes_the_traced_allocations_when_tracing(
+async def test_sigusr2_writes_the_allocations_traced_since_start_up(
     tmp_path: Path,
 ) -> None:
     assert dump_traced(tmp_path) is None  # not tracing: nothing written
     loop = asyncio.get_running_loop()
-    tracemalloc.start(5)
     try:
-        watch_heap_dumps(loop, tmp_path)
+        watch_heap_dumps(loop, tmp_path, frames=5)  # BONUSD_HEAP_TRACE_FRAMES: traced from now
+        assert tracemalloc.is_tracing()
         held = [bytearray(1000) for _ in range(2000)]  # ~2 MB from this line
         os.kill(os.getpid(), signal.SIGUSR2)
         async with asyncio.timeout(10):
