@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     desk_books_mb: float = Field(default=48.0, gt=0, le=100_000)
     desk_pools_mb: float = Field(default=32.0, gt=0, le=100_000)
     desk_floor_snapshots_mb: float = Field(default=8.0, gt=0, le=100_000)
+    # the allocator `bonusd run` serves every allocation from (bonusd/infra/allocator.py):
+    # jemalloc gives back what a busy evening freed; "system": glibc and Python's own
+    allocator: Literal["jemalloc", "system"] = "jemalloc"
     # wall seconds between two trims of the C heap (its free pages given back to the system,
     # bonusd/infra/heap.py); 0: only after the RAPS floor mirror is let go
     heap_trim_s: float = Field(default=60.0, ge=0, le=86_400)

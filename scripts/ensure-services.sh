@@ -11,7 +11,7 @@
 #   * otherwise, if the URL's host is loopback, start a dev instance on that
 #     host and port under .run/ (pid file, log, data). Missing Debian packages
 #     are installed first when running as root (redis-server; mosquitto +
-#     mosquitto-clients); when not root, the exact apt-get command is printed
+#     mosquitto-clients; as root also libjemalloc2, the daemon's allocator); when not root, the exact apt-get command is printed
 #     and the script exits non-zero;
 #   * a URL on another host that does not answer is an error (nothing to start).
 #   Prints one line per service: "reused URL" or "started URL".
@@ -452,6 +452,11 @@ cmd_start() {
         elif ! find_bin mosquitto_sub >/dev/null && is_root; then
             pkgs+=(mosquitto-clients) # nice to have (probes, mosquitto_pub in tests)
         fi
+    fi
+    # the daemon's allocator (BONUSD_ALLOCATOR=jemalloc, bonusd/infra/allocator.py): nice to
+    # have, so only installed as root (without it the daemon says so and runs on glibc's)
+    if is_root && ! ldconfig -p 2>/dev/null | grep -q 'libjemalloc\.so\.2'; then
+        pkgs+=(libjemalloc2)
     fi
     if [ "$with_test_tools" = 1 ]; then
         # the test suite and benchmarks start their own throwaway brokers and Redis servers

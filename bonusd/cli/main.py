@@ -33,6 +33,7 @@ from bonusd.clocks.clock import Clock
 from bonusd.errors import BonusdError
 from bonusd.floor.store import FloorStore
 from bonusd.floor.telemetry import json_schemas
+from bonusd.infra.allocator import use_allocator
 from bonusd.infra.keys import Keys
 from bonusd.infra.layout import layout_ready
 from bonusd.infra.logformat import configure_logging
@@ -82,6 +83,7 @@ def run() -> None:
     waits for Redis and checks its persistence and eviction (BONUSD_REDIS_CHECK) and the
     layout version of the site's data (older: migrated; newer: refused)."""
     settings = _settings()
+    use_allocator(settings.allocator)  # jemalloc: started again on it
     systemd = SystemdNotifier(settings.notify_socket)  # a Type=notify unit (deploy/systemd/)
 
     async def main() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from bonusd.infra.allocator import jemalloc_library
 from simulators.local.services import LocalMosquitto, free_port
 from tests.daemon_helpers import wait_healthy
 from tests.deploy.helpers import NotifySocket, PolicyRedis, make_certificates, tool
@@ -75,6 +76,10 @@ def test_bonusd_run_under_the_units_contract(
                 text, f'bonusd_certificate_expiry_timestamp_seconds{{file="{certs.chain}"}}'
             )
             assert expiry == certs.expires.timestamp()
+            # started again on jemalloc (BONUSD_ALLOCATOR's default): the same process
+            maps = Path(f"/proc/{daemon.pid}/maps").read_text()
+            assert ("libjemalloc" in maps) == (jemalloc_library() is not None)
+            assert _metric(text, 'bonusd_heap_bytes{part="in_use"}') > 1_000_000
 
             stopping = time.monotonic()
             daemon.send_signal(signal.SIGTERM)
