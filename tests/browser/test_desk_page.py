@@ -125,7 +125,7 @@ async def test_desk_runs_a_draw_and_prints_a_prize_letter(
         await page.click(f"button[name=print-{first['claim']}]")
         sheet = page.locator("#print-letter")
         await expect(sheet).to_contain_text(letter)
-        await page.wait_for_function("window.__printed >= 1", timeout=WAIT_MS)
+        await page.wait_for_function("() => window.__printed >= 1", timeout=WAIT_MS)
         printed = await sheet.inner_text()
         winner = await d.get(f"/members/{first['card']}")
         assert winner["member"]["name"] in printed  # the letter is in the winner's name
