@@ -52,22 +52,19 @@ Extra = Callable[[StepWrites], None]
 """Adds the step's own writes to a commit (e.g. state indexes, archived files)."""
 
 
+def _in_order(entries: Sequence[Entry], head: AuditRecord | None) -> bool:
+    """The trail is in time order: the entries are no older than its newest record."""
+    return head is None or all(utc_text(e.at) >= head.time for e in entries)
+
+
 def _not_older(entries: Sequence[Entry], head: AuditRecord | None) -> None:
-    """The trail is in time order: a step decided at an instant before the newest record
-    (another task or daemon committed in between) must be decided again, at a later one."""
-    if head is not None and any(utc_text(e.at) < head.time for e in entries):
+    """A step decided at an instant before the newest record (another task or daemon
+    committed in between) must be decided again, at a later one."""
+    if head is not None and not _in_order(entries, head):
         raise ConflictError(
             f"a later audit record ({head.time}) landed while this step was decided; "
             "nothing was written, try again"
         )
-
-
-def _in_order(entries: Sequence[Entry], head: str) -> bool:
-    """The entries are no older than the chain's `head` (as `_not_older` checks)."""
-    if not head:
-        return True
-    newest = from_jsonl(head)[0].time
-    return all(utc_text(e.at) >= newest for e in entries)
 
 
 def _write_files(pipe: Any, files: Sequence[StepFile]) -> None:
@@ -126,7 +123,7 @@ class AuditStore:
             extra(writes)
         write_keys, write_args = writes.encoded(first_key=3)
         raw, files = self._head, writes.files
-        if raw is None or not _in_order(entries, raw):
+        if raw is None or not _in_order(entries, from_jsonl(raw)[0] if raw else None):
             raw = await self._read_head(ledger, subject, expect, files)
             files = []
         while True:
