@@ -95,7 +95,8 @@ class DrawBook(ClaimSteps, ChangeSteps):
     def __init__(self, plan: DrawPlan) -> None:
         self.plan = plan
         self.subject = plan.subject
-        self.draw = DrawRounds(plan.subject)
+        # each pick's passed-over tickets are in its ledger record, not kept here too
+        self.draw = DrawRounds(plan.subject, keep_passed_over=False)
         self.claims: dict[int, DrawClaim] = {}
         self.claim_round: dict[int, tuple[RoundKey, int]] = {}
         first = plan.rounds[0].at

@@ -25,7 +25,7 @@ import hmac
 import operator
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import TypeVar
@@ -257,6 +257,9 @@ class Picker:
 
     `barred` holds cards not to be picked (picked in another round or tombola, seated,
     excluded); `bar` adds one later, e.g. an exclusion arriving after the pool froze.
+    Each pick `next` returns lists the tickets passed over before it; `keep_passed_over`
+    False keeps `picks` without those lists (a caller that records each pick as it comes:
+    alternates of a mostly picked pool pass over thousands of tickets each).
     """
 
     def __init__(
@@ -266,8 +269,10 @@ class Picker:
         *,
         barred: Mapping[str, SkipReason] | None = None,
         picks: Sequence[Pick] = (),
+        keep_passed_over: bool = True,
     ) -> None:
         self.pool = pool
+        self._keep_passed_over = keep_passed_over
         self._cumulative = pool.cumulative
         self._total = pool.total
         self._stream = CandidateStream(seed, pool.draw_id, pool.tombola, pool.commitment)
@@ -305,7 +310,7 @@ class Picker:
                 break
             skipped.append(PassedOver(counter, ticket, card, reason))
         pick = Pick(len(self.picks) + 1, counter, ticket, card, tuple(skipped))
-        self.picks.append(pick)
+        self.picks.append(pick if self._keep_passed_over else replace(pick, passed_over=()))
         self.bar(card, SkipReason.ALREADY_PICKED)
         return pick
 

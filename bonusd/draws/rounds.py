@@ -139,9 +139,16 @@ class Round:
 class DrawRounds:
     """One draw and all its rounds; enforces once-per-draw across rounds and tombolas."""
 
-    def __init__(self, draw_id: str, *, seed_source: SeedSource = secrets.token_bytes) -> None:
+    def __init__(
+        self,
+        draw_id: str,
+        *,
+        seed_source: SeedSource = secrets.token_bytes,
+        keep_passed_over: bool = True,
+    ) -> None:
         self.draw_id = draw_id
         self._seed_source = seed_source
+        self._keep_passed_over = keep_passed_over  # in each round's `picks` (see Picker)
         self.rounds: dict[RoundKey, Round] = {}
         self.seats: dict[str, AutoSeat] = {}
         self.excluded: set[str] = set()
@@ -201,7 +208,9 @@ class DrawRounds:
             raise DrawError(f"draw {self.draw_id}: {rnd.name} is already frozen")
         rnd.pool = pool
         if not rnd.manual:
-            rnd.picker = Picker(pool, rnd.seed, barred=self._barred())
+            rnd.picker = Picker(
+                pool, rnd.seed, barred=self._barred(), keep_passed_over=self._keep_passed_over
+            )
         return pool
 
     def _barred(self) -> dict[str, SkipReason]:

@@ -145,6 +145,8 @@ async def test_three_rounds_never_pick_a_card_twice(small: Site) -> None:
     assert any(p.payload["round"] > 1 for p in picks if p.payload["passed_over"])
     book = await s.desk.book(PID, HW)
     assert sorted(c.card for c in book.claims.values()) == sorted(cards)
+    # the passed-over tickets live in the records, not again in the desk's book
+    assert not [p for rnd in book.draw.rounds.values() for p in rnd.picks if p.passed_over]
     # a restarted daemon agrees, pick for pick
     again = await s.new_desk().book(PID, HW)
     assert [c.card for c in again.claims.values()] == [c.card for c in book.claims.values()]

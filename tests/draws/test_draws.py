@@ -56,6 +56,28 @@ def test_halfway_three_rounds_of_five_nobody_wins_twice() -> None:
     assert all(v.ok for v in result.values()), result
 
 
+def test_a_draw_can_keep_its_picks_without_the_tickets_passed_over() -> None:
+    """What the daemon's draw book does: each pick comes with the tickets passed over
+    before it (they go into its record), the round keeps only the pick."""
+    counter = seeds()
+    lean = DrawRounds(
+        "gh-halfway",
+        seed_source=lambda n: next(counter).to_bytes(n, "big"),
+        keep_passed_over=False,
+    )
+    full = draw()
+    returned = []
+    for d in (full, lean):
+        d.open_round("main", 1, 30)
+        d.freeze("main", 1, entries(0, 40))
+        returned.append(d.draw("main", 1) + [d.redraw("main", 1) for _ in range(9)])
+    assert returned[0] == returned[1]
+    assert sum(len(p.passed_over) for p in returned[1]) > 100
+    kept = lean.round("main", 1).picks
+    assert [dataclasses.replace(p, passed_over=()) for p in returned[1]] == kept
+    assert full.round("main", 1).picks == returned[0]
+
+
 def test_seed_is_committed_before_the_pool_and_kept_secret_until_close() -> None:
     d = draw()
     commitment = d.open_round("main", 1, 5)
