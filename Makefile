@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow screens lint format bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor bench-import bench-kiosk load soak clean
+.PHONY: setup services demo run test test-slow screens lint format bench-anchor bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor bench-import bench-kiosk load soak clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -63,6 +63,10 @@ bench-dedup: setup
 ## Recompute all standings and boards for 200,000 members; leaderboard reads.
 bench-standings: services
 	@$(PY) loadtests/bench_standings.py $(BENCH_ARGS)
+
+## The daily audit digest of a 20,000-record trail, read 500 records at a time and whole.
+bench-anchor: services
+	@$(PY) loadtests/bench_anchor.py $(BENCH_ARGS)
 
 ## A draw round (15 winners, 1,000,000 tickets, 200,000 members) and a RAPS pick, 50 runs.
 bench-draws: services

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import deque
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -15,9 +16,9 @@ from pydantic import BaseModel
 
 from bonusd.access.auth import Role
 from bonusd.api.context import Ctx, require
-from bonusd.audit.anchor import DIGEST_SUBJECT, digested_day
-from bonusd.audit.chain import verify_chain
-from bonusd.audit.digest import day_digest, digest_text, last_finished_day, not_over
+from bonusd.audit.anchor import DIGEST_SUBJECT, digested_day, trail_digests
+from bonusd.audit.chain import ChainWalk
+from bonusd.audit.digest import digest_text, last_finished_day, not_over
 from bonusd.errors import ConflictError
 
 router = APIRouter(tags=["audit"])
@@ -53,23 +54,22 @@ async def audit(
 ) -> AuditOut:
     """The site's hash-chained audit trail, newest first, with the chain's check:
     filter by kind and by any text of the record (a card, a draw, an actor)."""
-    records = await ctx.audit.records()
-    check = verify_chain(records)
     needle = (text or "").strip().lower()
-    out: list[AuditRecordOut] = []
-    for rec in reversed(records):
-        if before is not None and rec.seq >= before:
-            continue
-        if kind and rec.kind != kind:
-            continue
-        row = {"seq": rec.seq, "time": rec.time, "actor": rec.actor, "kind": rec.kind}
-        row |= {"payload": rec.payload, "hash": rec.hash}
-        if needle and needle not in json.dumps(row, ensure_ascii=False).lower():
-            continue
-        out.append(AuditRecordOut.model_validate(row))
-        if len(out) >= count:
-            break
-    return AuditOut(total=len(records), chain=str(check), ok=check.ok, records=out)
+    walk = ChainWalk()  # the whole trail checked a batch at a time, the newest matches kept
+    found: deque[dict[str, Any]] = deque(maxlen=count)
+    async for batch in ctx.audit.batches():
+        walk.add(batch)
+        for rec in batch:
+            if (before is not None and rec.seq >= before) or (kind and rec.kind != kind):
+                continue
+            row = {"seq": rec.seq, "time": rec.time, "actor": rec.actor, "kind": rec.kind}
+            row |= {"payload": rec.payload, "hash": rec.hash}
+            if needle and needle not in json.dumps(row, ensure_ascii=False).lower():
+                continue
+            found.append(row)
+    check = walk.check
+    out = [AuditRecordOut.model_validate(row) for row in reversed(found)]
+    return AuditOut(total=walk.count, chain=str(check), ok=check.ok, records=out)
 
 
 class DigestOut(BaseModel):
@@ -104,9 +104,7 @@ async def audit_digest(
     gaming_day = day or last_finished_day(ctx.calendar, now)
     if gaming_day > last_finished_day(ctx.calendar, now):
         raise ConflictError(not_over(ctx.calendar, gaming_day))
-    digest = day_digest(
-        await ctx.audit.records(), site=ctx.site, day=gaming_day, calendar=ctx.calendar
-    )
+    [digest] = await trail_digests(ctx.audit, [gaming_day], site=ctx.site, calendar=ctx.calendar)
     recorded = await ctx.audit.ledger(DIGEST_SUBJECT)
     seq = next((rec.seq for rec in recorded if digested_day(rec) == gaming_day), None)
     return DigestOut.model_validate(

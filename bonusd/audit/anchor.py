@@ -24,6 +24,7 @@ import asyncio
 import datetime as dt
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -31,7 +32,7 @@ from pathlib import Path
 from bonusd.audit.chain import AuditRecord, Entry, Kind
 from bonusd.audit.digest import (
     DayDigest,
-    day_digest,
+    DigestFold,
     digest_text,
     last_finished_day,
     record_instant,
@@ -125,6 +126,18 @@ class Anchored:
     seq: int
 
 
+async def trail_digests(
+    audit: AuditStore, days: Sequence[dt.date], *, site: str, calendar: GamingCalendar
+) -> list[DayDigest]:
+    """The digest of each of `days` from one pass over the trail, read a batch at a time
+    (a season's trail is never held whole)."""
+    folds = [DigestFold(site=site, day=day, calendar=calendar) for day in days]
+    async for batch in audit.batches():
+        for fold in folds:
+            fold.add(batch)
+    return [fold.digest() for fold in folds]
+
+
 def digested_day(record: AuditRecord) -> dt.date:
     """The gaming day a `digest` record of the trail sums up."""
     return dt.date.fromisoformat(str(record.payload["day"]))
@@ -174,11 +187,11 @@ class DayAnchor:
         days = await self.due(recorded)
         if not days:
             return []
-        records = await self.audit.records()
+        digests = await trail_digests(self.audit, days, site=self.site, calendar=self.calendar)
         expect = len(recorded)
         out: list[Anchored] = []
-        for day in days:
-            digest = day_digest(records, site=self.site, day=day, calendar=self.calendar)
+        for digest in digests:
+            day = digest.day
             written = await asyncio.to_thread(self.folder.write, day, digest_text(digest))
             if written is Written.REFUSED:
                 logger.error(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -170,31 +170,49 @@ class ChainCheck:
         return f"chain broken at record {self.broken_at}: {self.reason}"
 
 
-def verify_chain(records: Sequence[AuditRecord]) -> ChainCheck:
-    """Check seq numbers, links, hashes and time order; report the first broken link."""
-    prev, last_time = GENESIS, ""
-    for index, rec in enumerate(records):
-        expected_seq = index + 1
+class ChainWalk:
+    """`verify_chain` in pieces: the records given in order, a batch at a time, so a long
+    trail is checked without holding all of it; `check` is what `verify_chain` of every
+    record given so far says."""
+
+    def __init__(self) -> None:
+        self.count = 0  # records given so far
+        self._prev, self._last_time = GENESIS, ""
+        self._broken: ChainCheck | None = None
+
+    def add(self, records: Iterable[AuditRecord]) -> None:
+        for rec in records:
+            self.count += 1
+            if self._broken is None:
+                self._broken = self._link(rec)
+
+    def _link(self, rec: AuditRecord) -> ChainCheck | None:
+        index, expected_seq = self.count - 1, self.count
         if rec.seq != expected_seq:
-            return ChainCheck(
-                index,
-                expected_seq,
-                f"seq is {rec.seq}, expected {expected_seq} (record missing or moved)",
-            )
-        if rec.prev_hash != prev:
-            return ChainCheck(
-                index, expected_seq, "prev_hash does not match the previous record's hash"
-            )
+            why = f"seq is {rec.seq}, expected {expected_seq} (record missing or moved)"
+            return ChainCheck(index, expected_seq, why)
+        if rec.prev_hash != self._prev:
+            why = "prev_hash does not match the previous record's hash"
+            return ChainCheck(index, expected_seq, why)
         if record_hash(rec.body()) != rec.hash:
-            return ChainCheck(
-                index, expected_seq, "hash does not match the record's content (modified)"
-            )
-        if rec.time < last_time:
-            return ChainCheck(
-                index, expected_seq, f"time {rec.time} is before the previous record's"
-            )
-        prev, last_time = rec.hash, rec.time
-    return ChainCheck(len(records))
+            why = "hash does not match the record's content (modified)"
+            return ChainCheck(index, expected_seq, why)
+        if rec.time < self._last_time:
+            why = f"time {rec.time} is before the previous record's"
+            return ChainCheck(index, expected_seq, why)
+        self._prev, self._last_time = rec.hash, rec.time
+        return None
+
+    @property
+    def check(self) -> ChainCheck:
+        return self._broken or ChainCheck(self.count)
+
+
+def verify_chain(records: Iterable[AuditRecord]) -> ChainCheck:
+    """Check seq numbers, links, hashes and time order; report the first broken link."""
+    walk = ChainWalk()
+    walk.add(records)
+    return walk.check
 
 
 def to_jsonl(records: Sequence[AuditRecord]) -> str:

@@ -20,11 +20,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bonusd.audit.chain import GENESIS, AuditRecord, ChainCheck, Json, utc_text, verify_chain
+from bonusd.audit.chain import (
+    GENESIS,
+    AuditRecord,
+    ChainCheck,
+    ChainWalk,
+    Json,
+    utc_text,
+    verify_chain,
+)
 from bonusd.clocks.clock import GamingCalendar
 from bonusd.errors import AuditFormatError
 
@@ -124,27 +132,54 @@ def record_instant(time: str) -> dt.datetime:
     return dt.datetime.strptime(time, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
 
 
+class DigestFold:
+    """The digest of gaming day `day` (`day_digest`) taken from the chain's records given
+    in order a batch at a time: a long trail is summed up without holding all of it."""
+
+    def __init__(self, *, site: str, day: dt.date, calendar: GamingCalendar) -> None:
+        self.site, self.day = site, day
+        self._opens = _time_key(calendar.day_opens(day))
+        self._closes = _time_key(calendar.day_closes(day))
+        self._walk = ChainWalk()  # over the records before the close
+        self._last: AuditRecord | None = None
+        self._count = 0
+        self._first_time: str | None = None
+        self._last_time: str | None = None
+
+    def add(self, records: Iterable[AuditRecord]) -> None:
+        upto = [rec for rec in records if rec.time < self._closes]
+        self._walk.add(upto)
+        if upto:
+            self._last = upto[-1]
+        for rec in upto:
+            if rec.time >= self._opens:
+                self._count += 1
+                self._first_time = self._first_time or rec.time
+                self._last_time = rec.time
+
+    def digest(self) -> DayDigest:
+        last = self._last
+        return DayDigest(
+            site=self.site,
+            day=self.day,
+            closes=self._closes,
+            last_seq=last.seq if last else 0,
+            head_hash=last.hash if last else GENESIS,
+            records=self._count,
+            first_time=self._first_time,
+            last_time=self._last_time,
+            chain=str(self._walk.check),
+        )
+
+
 def day_digest(
     records: Sequence[AuditRecord], *, site: str, day: dt.date, calendar: GamingCalendar
 ) -> DayDigest:
     """The digest of gaming day `day`, from the chain's records in order (records after
     the day's close may be given too; they are left out)."""
-    opens = _time_key(calendar.day_opens(day))
-    closes = _time_key(calendar.day_closes(day))
-    upto = [rec for rec in records if rec.time < closes]
-    of_day = [rec for rec in upto if rec.time >= opens]
-    last = upto[-1] if upto else None
-    return DayDigest(
-        site=site,
-        day=day,
-        closes=closes,
-        last_seq=last.seq if last else 0,
-        head_hash=last.hash if last else GENESIS,
-        records=len(of_day),
-        first_time=of_day[0].time if of_day else None,
-        last_time=of_day[-1].time if of_day else None,
-        chain=str(verify_chain(upto)),
-    )
+    fold = DigestFold(site=site, day=day, calendar=calendar)
+    fold.add(records)
+    return fold.digest()
 
 
 def _time_key(instant: dt.datetime) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import resources
 from typing import Any, cast
 
@@ -29,19 +29,20 @@ from redis.asyncio import Redis
 from bonusd.audit.chain import (
     AuditRecord,
     ChainCheck,
+    ChainWalk,
     Entry,
     Json,
     Kind,
     from_jsonl,
     next_record,
     utc_text,
-    verify_chain,
 )
 from bonusd.audit.writes import StepFile, StepWrites
 from bonusd.errors import BonusdError, ConflictError
 from bonusd.infra.keys import Keys
 
 logger = logging.getLogger(__name__)
+BATCH = 500  # trail records read at a time by a whole-trail pass (`batches`)
 
 
 class StaleLedger(BonusdError):
@@ -212,8 +213,19 @@ class AuditStore:
         rows = cast(list[str], await self._redis.lrange(self._list, start, end))
         return from_jsonl("\n".join(rows))
 
+    async def batches(self, size: int | None = None) -> AsyncIterator[list[AuditRecord]]:
+        """The trail's records in order, `size` (`BATCH`) at a time, as far as it reached
+        when the first batch was read: a long trail read without holding all of it."""
+        size = size or BATCH
+        length = await self._redis.llen(self._list)
+        for start in range(0, length, size):
+            yield await self.records(start, min(start + size, length) - 1)
+
     async def of_kind(self, kind: Kind) -> list[AuditRecord]:
-        return [r for r in await self.records() if r.kind == kind.value]
+        return [r async for batch in self.batches() for r in batch if r.kind == kind.value]
 
     async def verify(self) -> ChainCheck:
-        return verify_chain(await self.records())
+        walk = ChainWalk()
+        async for batch in self.batches():
+            walk.add(batch)
+        return walk.check

@@ -16,6 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from bonusd.access.auth import Role
+from bonusd.audit import store
 from bonusd.audit.anchor import DIGEST_SUBJECT, DayAnchor, DigestFolder, Written
 from bonusd.audit.chain import Kind, from_jsonl
 from bonusd.audit.digest import day_digest, digest_text, read_digest
@@ -150,6 +151,14 @@ def test_a_digest_file_is_written_once_and_never_overwritten(tmp_path: Path) -> 
     assert cut.read_text() == "the digest\n"
 
 
+@pytest.fixture(params=[None, 2], ids=["whole", "two-at-a-time"])
+def trail_batch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trail read whole, or two records at a time (`AuditStore.batches`)."""
+    if request.param:
+        monkeypatch.setattr(store, "BATCH", request.param)
+
+
+@pytest.mark.usefixtures("trail_batch")
 async def test_the_leader_anchors_each_finished_day_once(
     aredis: aioredis.Redis, site: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -5,14 +5,16 @@ naming the record and both hashes."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 
 import pytest
 
-from bonusd.audit.chain import GENESIS, verify_chain
+from bonusd.audit.chain import GENESIS, AuditRecord, ChainWalk, verify_chain
 from bonusd.audit.digest import (
     SETTLE,
+    DigestFold,
     check_digest,
     day_digest,
     digest_text,
@@ -153,3 +155,35 @@ def test_a_day_is_finished_a_settling_time_after_its_close() -> None:
         "closes at 08:00 the next morning (local time) and its digest is ready 5 minutes later"
         in not_over(CALENDAR, dt.date.max)
     )
+
+
+def _damaged(records: list[AuditRecord]) -> dict[str, list[AuditRecord]]:
+    """The trail as it is, and as four kinds of tampering leave it."""
+    edited = dataclasses.replace(records[2], payload={"n": "changed"})  # not re-hashed
+    return {
+        "intact": records,
+        "edited": [*records[:2], edited, *records[3:]],
+        "missing": [*records[:1], *records[2:]],
+        "swapped": [records[0], records[2], records[1], *records[3:]],
+        "out of order": [*records[:3], dataclasses.replace(records[3], time=records[0].time)],
+    }
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7])
+def test_a_digest_taken_a_batch_at_a_time_is_the_whole_trails(size: int) -> None:
+    """What the leader's daily pass and `GET /audit/digest` do: the trail read a batch at
+    a time gives the digest, and the chain's check, of the trail read whole, tampered
+    or not, for every day it spans."""
+    records = trail([*INSTANTS, local(4, 9), local(5, 7), local(5, 23)])
+    for how, chain in _damaged(records).items():
+        batches = [chain[at : at + size] for at in range(0, len(chain), size)]
+        walk = ChainWalk()
+        for batch in batches:
+            walk.add(batch)
+        assert walk.check == verify_chain(chain), how
+        for day in (dt.date(2026, 10, n) for n in range(1, 7)):
+            fold = DigestFold(site="s", day=day, calendar=CALENDAR)
+            for batch in batches:
+                fold.add(batch)
+            assert fold.digest() == day_digest(chain, site="s", day=day, calendar=CALENDAR)
+    assert not verify_chain(_damaged(records)["edited"]).ok
