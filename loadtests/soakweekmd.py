@@ -144,6 +144,7 @@ def _rss_and_rate(res: dict[str, Any], fig: dict[str, Any]) -> list[str]:
         f"{_heap(rss.get('heap_baseline'))} after the warm-up, {_heap(rss.get('heap_max_rss'))} "
         f"at the highest RSS, {_heap(rss.get('heap_last'))} at the end.",
         "",
+        *_same_hour(fig.get("same_hour")),
         f"Busiest simulated hour (from {str(hour.get('from'))[:16]} UTC): "
         f"{hour.get('per_sim_hour', 0):,} events, {hour.get('per_sim_s')}/s simulated, "
         f"{hour.get('per_wall_s', 0):,}/s wall ({hour.get('wall_s')} wall s for the hour). "
@@ -162,6 +163,16 @@ def _rss_and_rate(res: dict[str, Any], fig: dict[str, Any]) -> list[str]:
         f"{fig['machine_cpus']} CPUs.",
         "",
     ]
+
+
+def _same_hour(same: dict[str, Any] | None) -> list[str]:
+    """RSS and the heap in use at the same local hour each day: growth without the day's
+    swings (an evening's draw, a RAPS session, the floor's size)."""
+    if not same or not same.get("days"):
+        return []
+    days = ", ".join(f"{d['day'][5:]} {d['rss_mb']} / {d['heap_in_use_mb']}" for d in same["days"])
+    change = f" ({same['rss_pct']:+} % RSS, first day to last)" if "rss_pct" in same else ""
+    return [f"At {same['hour']} local each day, RSS / heap in use (MB): {days}{change}.", ""]
 
 
 def _families(res: dict[str, Any]) -> list[str]:

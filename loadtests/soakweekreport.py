@@ -175,6 +175,33 @@ def rss_figures(samples: list[dict[str, Any]], warm: dict[str, Any]) -> dict[str
     }  # fmt: skip
 
 
+SAME_HOUR = dt.time(13, 30)  # local: the floor at its daytime level, no RAPS mirror yet
+
+
+def same_hour(
+    samples: list[dict[str, Any]], warm: dict[str, Any], zone: dt.tzinfo | None
+) -> dict[str, Any]:
+    """Growth, not the day's swings: RSS and the C heap in use in the sample nearest
+    `SAME_HOUR` local time on each simulated day after the warm-up, and the change from
+    the first such day to the last."""
+    nearest: dict[dt.date, tuple[float, dict[str, Any]]] = {}
+    for sample in samples[samples.index(warm) :]:
+        at = dt.datetime.fromisoformat(sample["clock"]).astimezone(zone)
+        gap = abs((at - dt.datetime.combine(at.date(), SAME_HOUR, at.tzinfo)).total_seconds())
+        if gap <= 3600 and (at.date() not in nearest or gap < nearest[at.date()][0]):
+            nearest[at.date()] = (gap, sample)
+    days = [
+        {"day": day.isoformat(), "rss_mb": found["rss_mb"],
+         "heap_in_use_mb": found.get("heap_mb", {}).get("in_use")}
+        for day, (_, found) in sorted(nearest.items())
+    ]  # fmt: skip
+    out: dict[str, Any] = {"hour": SAME_HOUR.strftime("%H:%M"), "days": days}
+    if len(days) >= 2:
+        first, last = days[0]["rss_mb"], days[-1]["rss_mb"]
+        out["rss_pct"] = round(100 * (last - first) / first, 1)
+    return out
+
+
 def _at_max(samples: list[dict[str, Any]], warm: dict[str, Any]) -> dict[str, float]:
     """The C heap's figures in the sample of the highest RSS after the warm-up."""
     top = max(samples[samples.index(warm) :], key=lambda s: s["rss_mb"])
@@ -277,6 +304,7 @@ def week_report(args: argparse.Namespace, results: dict[str, Any], log: LogWatch
         results["figures"] = {
             "retained": retained(warm, end),
             "rss_mb": rss_figures(samples, warm),
+            "same_hour": same_hour(samples, warm, start.tzinfo),
             "heap_growth": heap_growth(args.out),  # with --trace-memory
             "days": day_rows(samples, start, plan["days"]),
             "busiest_hour": busiest_hour(samples),
