@@ -7,10 +7,11 @@ digest of a gaming day is that copy: the site, the day, the seq and chain hash o
 last record before the day closed, the day's record count and first and last record
 times, and a short code (the head hash's first 16 hex digits, 4-4-4-4) to compare by eye.
 
-`check_digest` re-checks a chain (live, exported or archived) against a digest kept
-outside: the chain must be intact and still hold the digest's record with the digest's
-hash; a re-hashed chain fails here though it verifies on its own. The procedure (who
-signs, where the files go, how an auditor checks) is docs/anchor.md.
+`check_digest` (`DigestChecks`, a batch at a time) re-checks a chain (live, exported or
+archived) against a digest kept outside: the chain must be intact and still hold the
+digest's record with the digest's hash; a re-hashed chain fails here though it verifies
+on its own. The procedure (who signs, where the files go, how an auditor checks) is
+docs/anchor.md.
 
 Pure: no I/O. Everything time-dependent takes the instant or the calendar it needs.
 """
@@ -31,7 +32,6 @@ from bonusd.audit.chain import (
     ChainWalk,
     Json,
     utc_text,
-    verify_chain,
 )
 from bonusd.clocks.clock import GamingCalendar
 from bonusd.errors import AuditFormatError
@@ -291,14 +291,44 @@ class DigestCheck:
         return f"{anchor}; {self.links}"
 
 
+class DigestChecks:
+    """`check_digest` for several digests in one pass over a chain given in order a batch
+    at a time (a season's live trail is checked without holding all of it); `links`: an
+    archive's own check, when the records are not the whole chain."""
+
+    def __init__(self, digests: Sequence[DayDigest], *, links: ChainCheck | None = None) -> None:
+        self.digests, self._links = list(digests), links
+        self._walk = ChainWalk()
+        self._wanted = {d.last_seq for d in self.digests}
+        self._found: dict[int, str] = {}
+        self._first_seq: int | None = None
+
+    def add(self, records: Iterable[AuditRecord]) -> None:
+        batch = list(records)
+        if self._links is None:
+            self._walk.add(batch)
+        if batch and self._first_seq is None:
+            self._first_seq = batch[0].seq
+        for rec in batch:  # the first record of each wanted seq, as the chain holds it
+            if rec.seq in self._wanted and rec.seq not in self._found:
+                self._found[rec.seq] = rec.hash
+
+    def checks(self) -> list[DigestCheck]:
+        links = self._walk.check if self._links is None else self._links
+        first_seq = 1 if self._first_seq is None else self._first_seq
+        out = []
+        for digest in self.digests:
+            # a chain empty at the close: nothing to have rewritten
+            found = GENESIS if digest.last_seq == 0 else self._found.get(digest.last_seq)
+            out.append(DigestCheck(digest, found, links, first_seq))
+        return out
+
+
 def check_digest(
     records: Sequence[AuditRecord], digest: DayDigest, *, links: ChainCheck | None = None
 ) -> DigestCheck:
     """Check `records` (a whole chain, or an archive's with `links` its own check)
     against `digest`."""
-    check = verify_chain(records) if links is None else links
-    first_seq = records[0].seq if records else 1
-    found = next((rec.hash for rec in records if rec.seq == digest.last_seq), None)
-    if digest.last_seq == 0:
-        found = GENESIS  # the chain was empty at the close: nothing to have rewritten
-    return DigestCheck(digest, found, check, first_seq)
+    checks = DigestChecks([digest], links=links)
+    checks.add(records)
+    return checks.checks()[0]

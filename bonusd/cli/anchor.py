@@ -17,16 +17,17 @@ import datetime as dt
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
+from bonusd.audit.anchor import trail_digests
 from bonusd.audit.archive import AuditArchive, check_links
-from bonusd.audit.chain import AuditRecord, ChainCheck, from_jsonl
+from bonusd.audit.chain import from_jsonl
 from bonusd.audit.digest import (
     DayDigest,
-    check_digest,
-    day_digest,
+    DigestCheck,
+    DigestChecks,
     digest_text,
     last_finished_day,
     not_over,
@@ -44,13 +45,29 @@ from bonusd.settings import Settings
 MAX_DIGEST_BYTES = 64 * 1024  # a digest is under 1 KB; a larger file is not one
 
 
-async def live_trail(settings: Settings) -> tuple[list[AuditRecord], dt.datetime]:
-    """The site's whole trail, and now on the daemon's clock."""
+async def live_digest(settings: Settings, day: str | None) -> DayDigest:
+    """The digest of gaming day `day` (default: the last finished one) of the site's live
+    trail, read a batch at a time (a season's trail is never held whole)."""
     redis = redis_client(settings)
     try:
         now = (await settings_clock(settings, redis)).now()
+        calendar = GamingCalendar(settings.zone, settings.gaming_day_start)
+        gaming_day = finished_day(calendar, day, now)
         audit = AuditStore(redis, Keys(settings.key_prefix, settings.site))
-        return await audit.records(), now
+        found = await trail_digests(audit, [gaming_day], site=settings.site, calendar=calendar)
+        return found[0]
+    finally:
+        await redis.aclose()
+
+
+async def live_checks(settings: Settings, digests: list[DayDigest]) -> list[DigestCheck]:
+    """`digests` checked against the site's live trail, read a batch at a time."""
+    redis = redis_client(settings)
+    try:
+        checks = DigestChecks(digests)
+        async for batch in AuditStore(redis, Keys(settings.key_prefix, settings.site)).batches():
+            checks.add(batch)
+        return checks.checks()
     finally:
         await redis.aclose()
 
@@ -79,21 +96,26 @@ def read_digest_file(file: Path) -> DayDigest:
         raise AuditFormatError(f"{file}: not UTF-8 text, not a digest") from exc
 
 
-def trail_to_check(
-    settings: Callable[[], Settings], export: Path | None, archive: Path | None
-) -> tuple[list[AuditRecord], ChainCheck | None, str | None]:
-    """The records to check, their chain check when not the whole chain's (an archive
-    past retention starts later), and the site they are of (None: an export's or an
-    archive's, which do not say)."""
+def checks_of(
+    settings: Callable[[], Settings],
+    digests: list[DayDigest],
+    sources: tuple[Path | None, Path | None],
+) -> list[DigestCheck]:
+    """`digests` checked against an export (`sources[0]`), an audit archive (`sources[1]`:
+    its own links, as it may start past retention) or the live chain of `BONUSD_SITE`."""
+    export, archive = sources
     if export is not None and archive is not None:
         raise typer.BadParameter("give --from or --archive, not both")
+    if export is None and archive is None:
+        return asyncio.run(live_checks(settings(), digests))
     if export is not None:
-        return from_jsonl(export.read_text(encoding="utf-8")), None, None
-    if archive is not None:
-        records = AuditArchive(archive).records()
-        return records, check_links(records), None
-    conf = settings()
-    return asyncio.run(live_trail(conf))[0], None, conf.site
+        records = from_jsonl(export.read_text(encoding="utf-8"))
+        checks = DigestChecks(digests)
+    else:
+        records = AuditArchive(cast(Path, archive)).records()
+        checks = DigestChecks(digests, links=check_links(records))
+    checks.add(records)
+    return checks.checks()
 
 
 def add_anchor_commands(audit_app: typer.Typer, settings: Callable[[], Settings]) -> None:
@@ -107,11 +129,7 @@ def add_anchor_commands(audit_app: typer.Typer, settings: Callable[[], Settings]
     ) -> None:
         """Print a finished gaming day's digest of the audit chain's head: site, day, last
         seq, head hash and code, with a line for the compliance officer's signature."""
-        conf = settings()
-        records, now = asyncio.run(live_trail(conf))
-        calendar = GamingCalendar(conf.zone, conf.gaming_day_start)
-        gaming_day = finished_day(calendar, day, now)
-        digest = day_digest(records, site=conf.site, day=gaming_day, calendar=calendar)
+        digest = asyncio.run(live_digest(settings(), day))
         if as_json:
             typer.echo(json.dumps({**digest.payload(), "intact": digest.intact}, sort_keys=True))
             return
@@ -142,19 +160,19 @@ def add_anchor_commands(audit_app: typer.Typer, settings: Callable[[], Settings]
         """Check the audit chain against digests kept outside it: exit 0 when the chain is
         intact and still holds each digest's record with its hash; exit 1 naming the
         record and both hashes when it was rewritten."""
-        digests = [(file, read_digest_file(file)) for file in files]
-        records, links, site = trail_to_check(settings, export, archive)
-        for file, digest in digests:
+        read = [(file, read_digest_file(file)) for file in files]
+        site = settings().site if export is None and archive is None else None
+        for file, digest in read:
             if site is not None and digest.site != site:
                 raise BonusdError(
                     f"{file} is a digest of site {digest.site}, not of {site}: "
                     "set BONUSD_SITE to its site"
                 )
+        checks = checks_of(settings, [digest for _, digest in read], (export, archive))
         failed = 0
-        for file, digest in digests:
-            check = check_digest(records, digest, links=links)
+        for (file, _), check in zip(read, checks, strict=True):
             failed += not check.ok
             typer.echo(safe(f"{file}: {'ok' if check.ok else 'FAILED'}: {check}"))
         if failed:
-            typer.echo(f"{failed} of {len(digests)} digest(s) do not match the chain")
+            typer.echo(f"{failed} of {len(read)} digest(s) do not match the chain")
             raise typer.Exit(1)

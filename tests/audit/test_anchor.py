@@ -53,6 +53,7 @@ async def write_day(r: aioredis.Redis, site: str, count: int) -> None:
     await put_trail(r, Keys("bonusd", site).audit, trail(instants))
 
 
+@pytest.mark.usefixtures("trail_batch")
 async def test_a_rehashed_chain_passes_verify_but_fails_check_digest(
     aredis: aioredis.Redis, site: str, redis_url: str, tmp_path: Path
 ) -> None:
@@ -115,6 +116,7 @@ async def test_check_digest_refuses_another_sites_digest_and_an_unfinished_day(
     assert default.returncode == 0 and "gaming day:         2026-10-03" in default.stdout
 
 
+@pytest.mark.usefixtures("trail_batch")
 async def test_the_digest_commands_print_bounded_output(
     aredis: aioredis.Redis, site: str, redis_url: str, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ import pytest
 from bonusd.audit.chain import GENESIS, AuditRecord, ChainWalk, verify_chain
 from bonusd.audit.digest import (
     SETTLE,
+    DigestChecks,
     DigestFold,
     check_digest,
     day_digest,
@@ -187,3 +188,23 @@ def test_a_digest_taken_a_batch_at_a_time_is_the_whole_trails(size: int) -> None
                 fold.add(batch)
             assert fold.digest() == day_digest(chain, site="s", day=day, calendar=CALENDAR)
     assert not verify_chain(_damaged(records)["edited"]).ok
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7])
+def test_digests_checked_a_batch_at_a_time_as_the_whole_trail(size: int) -> None:
+    """What `bonusd audit check-digest` does on the live trail: several digests checked in
+    one pass a batch at a time give each digest's check of the trail read whole, on the
+    intact trail and on every kind of tampering, beside a digest of a record past the end."""
+    records = trail([*INSTANTS, local(4, 9), local(5, 7), local(5, 23)])
+    days = [dt.date(2026, 10, n) for n in range(1, 6)]
+    digests = [day_digest(records, site="s", day=day, calendar=CALENDAR) for day in days]
+    digests.append(dataclasses.replace(digests[-1], last_seq=len(records) + 3))
+    seen = set()
+    for how, chain in _damaged(records).items():
+        checks = DigestChecks(digests)
+        for at in range(0, len(chain), size):
+            checks.add(chain[at : at + size])
+        got = checks.checks()
+        assert got == [check_digest(chain, digest) for digest in digests], how
+        seen.add(tuple(check.ok for check in got))
+    assert len(seen) > 1  # the tampered trails fail where the intact one passes
