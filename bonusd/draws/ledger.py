@@ -14,6 +14,7 @@ import asyncio
 import datetime as dt
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
+from importlib import resources
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from redis.asyncio import Redis
@@ -114,6 +115,8 @@ class LedgerRunner(Generic[B]):
         self._books: DeskCache[str, B] = DeskCache(
             bounds.books, bounds.books_mb * MB, bounds.idle_s, self._now, book_bytes
         )
+        text = resources.files("bonusd").joinpath("lua", "length_with.lua").read_text("utf-8")
+        self._length_with_script = redis.register_script(text)
         # subject -> held while its book changes; kept only while a task holds or awaits it
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -164,11 +167,8 @@ class LedgerRunner(Generic[B]):
         self, subject: str, names: Sequence[str]
     ) -> tuple[int, list[str | None]]:
         """The subject's ledger length and the values of the keys `names`, in one round trip."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.llen(self.audit.ledger_key(subject))
-            for name in names:  # (a cluster's pipeline has no MGET)
-                pipe.get(name)
-            length, *values = await pipe.execute()
+        reply = await self._length_with_script(keys=[self.audit.ledger_key(subject), *names])
+        length, *values = reply  # (a missing key: MGET's false in Lua, nil in the reply)
         return int(length), values
 
     async def _checked(

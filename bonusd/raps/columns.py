@@ -10,7 +10,6 @@ the one `rapsfloor.judge` gives on the file itself (the tests hold the two toget
 from __future__ import annotations
 
 import bisect
-import operator
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from bonusd.raps.rules import IneligibleReason, RapsRules
 from bonusd.raps.table import Bools, Ints
 
 Codes = npt.NDArray[np.int32]  # a text column as codes of a table value -> code
+Objects = npt.NDArray[np.object_]  # texts, as an array (to take many at once by a mask)
 
 
 def _among(codes: Codes, table: Mapping[bytes, int], values: Collection[str]) -> Bools:
@@ -39,6 +39,7 @@ class FloorColumns:
 
     cards: list[str]
     order: Ints  # the rows in card (code-point) order
+    sorted_cards: Objects  # the cards in that order: `sorted_cards[i]` is `cards[order[i]]`
     area: Codes
     tier: Codes
     last_play_ms: Ints
@@ -54,10 +55,9 @@ class FloorColumns:
     def _rows_of(self, cards: Collection[str]) -> Bools:
         """Where `cards` are (a binary search each in card order, not a pass over all)."""
         found = np.zeros(self.rows, dtype=np.bool_)
-        by_card = self.cards.__getitem__
         for card in cards:
-            at = bisect.bisect_left(self.order, card, key=by_card)
-            if at < self.rows and self.cards[self.order[at]] == card:
+            at = bisect.bisect_left(self.sorted_cards, card)
+            if at < self.rows and self.sorted_cards[at] == card:
                 found[self.order[at]] = True
         return found
 
@@ -83,7 +83,4 @@ class FloorColumns:
         ok = np.ones(self.rows, dtype=np.bool_)
         for mask in failed.values():
             ok &= ~mask
-        rows = self.order[ok[self.order]].tolist()
-        if len(rows) < 2:  # (itemgetter of one row gives the card, not a tuple of it)
-            return tuple(self.cards[row] for row in rows), failed
-        return operator.itemgetter(*rows)(self.cards), failed
+        return tuple(self.sorted_cards[ok[self.order]].tolist()), failed

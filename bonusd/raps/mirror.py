@@ -33,7 +33,7 @@ from redis.asyncio import Redis
 
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import REDIS_ERRORS
-from bonusd.raps.columns import Codes, FloorColumns
+from bonusd.raps.columns import Codes, FloorColumns, Objects
 from bonusd.raps.floordelta import FloorDelta
 from bonusd.raps.snapshot import (
     AREA,
@@ -112,7 +112,9 @@ class FloorMirror:
         self._slot: dict[str, int] = {}  # card -> its slot (slots are 0 to size - 1)
         self._cards: list[str] = []  # per slot
         self._lines: list[str] = []  # per slot: the snapshot line of the row's own day
-        self._sorted: list[str] = []  # the cards on the floor in code-point order
+        # the cards on the floor in code-point order (an array a snapshot shares: each
+        # change makes a new one, never changed in place)
+        self._sorted: Objects = np.empty(0, dtype=object)
         self._order = np.zeros(0, dtype=np.int64)  # their slots, in that order
         self._areas: dict[bytes, int] = {}
         self._tiers: dict[bytes, int] = {}
@@ -231,13 +233,12 @@ class FloorMirror:
         """Keep the cards in code-point order as they leave, move slot and join (a pick's
         pool is in that order: sorting 20,000 cards at every pick is what this saves)."""
         if len(joined) + len(left) > len(self._sorted) // 4:  # a full read, or most of one
-            self._sorted = sorted(self._slot)
+            self._sorted = np.array(sorted(self._slot), dtype=object)
             self._order = np.fromiter(map(self._slot.__getitem__, self._sorted), np.int64)
             return
         if left:
             at = [bisect.bisect_left(self._sorted, c) for c in left]
-            for position in sorted(at, reverse=True):
-                del self._sorted[position]
+            self._sorted = np.delete(self._sorted, at)
             self._order = np.delete(self._order, at)
         for card in moved:
             self._order[bisect.bisect_left(self._sorted, card)] = self._slot[card]
@@ -245,8 +246,7 @@ class FloorMirror:
             joined.sort()
             at = [bisect.bisect_left(self._sorted, c) for c in joined]
             self._order = np.insert(self._order, at, [self._slot[c] for c in joined])
-            for position, card in zip(reversed(at), reversed(joined), strict=True):
-                self._sorted.insert(position, card)
+            self._sorted = np.insert(self._sorted, at, np.array(joined, dtype=object))
 
     def _take_slot(self, card: str) -> int:
         slot = self._slot.get(card)
@@ -318,6 +318,7 @@ class FloorMirror:
         columns = FloorColumns(
             cards=self._cards,
             order=self._order,
+            sorted_cards=self._sorted,
             area=self._area[:size],
             tier=self._tier[:size],
             last_play_ms=self._last[:size],
