@@ -71,8 +71,9 @@ class Settings(BaseSettings):
     # reads a fraction of a second of changes; 0: only when a pick asks (it then reads all
     # changes since the last)
     raps_floor_sync_s: float = Field(default=0.25, ge=0, le=60.0)
-    # ... only from this long (daemon clock) before a session's first jackpot until its
-    # claims have settled; outside that window its memory is freed (a pick still reads it)
+    # ... only from this long (daemon clock) before a session's first jackpot until none of
+    # its jackpots is left to pick; outside that window its memory is freed (a pick still
+    # reads it)
     raps_floor_lead_s: float = Field(default=600.0, ge=0, le=86_400.0)
     # within that window, from 10 s before each jackpot's time until a minute after it,
     # this often instead, so the pick's own sync carries a twentieth of a second of changes

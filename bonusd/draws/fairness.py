@@ -59,9 +59,12 @@ def commit_seed(seed: bytes) -> str:
     return sha256_hex(seed)
 
 
-def _check_tokens(what: str, values: Sequence[str]) -> None:
+def _check_tokens(what: str, values: Sequence[str], *, ascending: bool = False) -> None:
+    """Each of `values` non-empty, without whitespace, ':' or '='; `ascending`: they are
+    known to be in strictly ascending order, so only the first can be empty."""
     joined = "".join(values)
-    if not all(values) or ":" in joined or "=" in joined or len(joined.split()) > 1:
+    empty = bool(values) and not values[0] if ascending else not all(values)
+    if empty or ":" in joined or "=" in joined or len(joined.split()) > 1:
         raise ValueError(f"every {what} must be non-empty, without spaces, ':' or '='")
 
 
@@ -101,10 +104,11 @@ class Pool:
 
     def __post_init__(self) -> None:
         _check_tokens("draw id and tombola", [self.draw_id, self.tombola])
-        _check_tokens("card", self.cards)
+        ascending = _ascending(self.cards)
+        _check_tokens("card", self.cards, ascending=ascending)
         if len(self.cards) != len(self.tickets) or (len(self.tickets) and self.tickets.min() < 1):
             raise ValueError("a pool needs one ticket count >= 1 per card")
-        if not _ascending(self.cards):
+        if not ascending:
             raise ValueError("pool cards must be unique and in code-point order")
         self.tickets.setflags(write=False)
 

@@ -1,15 +1,19 @@
 """When a daemon keeps its copy of the floor current for RAPS picks (`FloorMirror`,
 docs/draws.md, "The RAPS floor mirror"): from `BONUSD_RAPS_FLOOR_LEAD_S` before a session's
-first jackpot until its claims have settled. Outside those windows the copy is let go, so a
-RAPS site spends neither the event loop's time (about 2 ms every 0.25 s) nor the memory of
-20,000 rows all day; a pick outside a window still works, reading the floor whole (about
-70 ms at 20,000 players) once.
+first jackpot until no pick from the floor is still to come. Outside those windows the copy
+is let go, so a RAPS site spends neither the event loop's time (about 2 ms every 0.25 s)
+nor the memory of 20,000 rows all day; a pick outside a window still works, reading the
+floor whole (about 70 ms at 20,000 players) once.
 
-A session's window opens `lead` before its first jackpot (a session with random times not
-yet known here: before its start) and stays open until `SETTLE` after its last jackpot (or
-its end); after that, while the session has a claim timer or an empty-pool retry in the
-deadline index, or the runner's book of it has a claim still open, for at most `TAIL`. The
-windows and the open claims are read every `check_s` seconds, not at every sync. After a
+Only a pick reads the live floor: a claim's reselection picks from the jackpot's frozen
+pool, and the crew's places come from the floor archived with it. So a session's window
+opens `lead` before its first jackpot (a session with random times not yet known here:
+before its start) and stays open until `SETTLE` after its last jackpot (or its end); after
+that, for at most `TAIL`, while a jackpot of the session may still be picked: in the
+runner's book of it, one not run yet or an empty pool's retry to come; without that book
+(a daemon that never loaded the session), while the session has a timer in the deadline
+index (a claim's or a retry's: the index does not tell which). The windows and the
+pending picks are read every `check_s` seconds, not at every sync. After a
 release the C heap's free pages go back to the system (`trim_heap`): what the mirror and the
 picks freed would otherwise stay in the daemon's RSS until the next evening reused it.
 """
@@ -27,17 +31,15 @@ from bonusd.errors import BonusdError
 from bonusd.infra.heap import trim_heap
 from bonusd.infra.redisclient import REDIS_ERRORS
 from bonusd.promotions import Promotion
-from bonusd.raps.claim import WON_STATES, RapsClaimState
 from bonusd.raps.runner import RapsRunner
 from bonusd.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 SETTLE = dt.timedelta(seconds=60)  # after the last jackpot: its pick and its claim begin
-TAIL = dt.timedelta(hours=12)  # the longest a session's open claims keep the floor followed
+TAIL = dt.timedelta(hours=12)  # the longest a session's pending picks keep the floor followed
 CHECK_S = 5.0  # seconds between two reads of the windows and the open claims
 NEAR = dt.timedelta(seconds=10)  # before a jackpot's time: the mirror syncs every `near_s`
-CLOSED = WON_STATES | {RapsClaimState.RESELECTED}  # a claim in one of these is settled
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class FloorWindow:
         self.every_s, self.check_s = every_s, check_s
         self.near_s = every_s if near_s is None else min(near_s, every_s)
         self.windows: list[SessionWindow] = []
-        self.unsettled: set[str] = set()  # sessions past their window with claims still open
+        self.unsettled: set[str] = set()  # sessions past their window with picks to come
         self.releases = 0  # how many times the copy was let go (for tests and logs)
         self.base_lead = dt.timedelta(seconds=base_lead_s)  # 0: picks archive the floor whole
         self.based: dict[tuple[str, int], dt.datetime] = {}  # (session, jackpot) -> its time
@@ -126,8 +128,9 @@ class FloorWindow:
         return self.near_s if close else self.every_s
 
     async def check(self) -> None:
-        """Read the windows again, and which sessions past theirs still have claims open:
-        one Redis call for the deadline index, and the runner's books it holds already."""
+        """Read the windows again, and which sessions past theirs may still pick from the
+        floor: the runner's books it holds already, and one Redis call for the deadline
+        index of the others."""
         now = self.jackpots.clock.now()
         self.windows = self.sessions()
         tail = [w for w in self.windows if w.last + SETTLE < now <= w.last + TAIL]
@@ -139,18 +142,22 @@ class FloorWindow:
         self.unsettled = {
             w.subject
             for w, at in zip(tail, timed, strict=True)
-            if at is not None or await self._open_claims(w)
+            if await self._picks_ahead(w, at is not None)
         }
 
-    async def _open_claims(self, window: SessionWindow) -> bool:
-        """Whether the runner's book of the session, if it holds one, has a claim open."""
+    async def _picks_ahead(self, window: SessionWindow, timed: bool) -> bool:
+        """Whether the session may still pick from the floor: as the runner's book of it
+        says, if it holds one; otherwise whether it has a timer in the deadline index."""
         if self.jackpots.cached(window.subject) is None:
-            return False  # never loaded here: its timed claims are in the deadline index
-        try:  # brought up to the ledger: another daemon may have settled them
+            return timed  # never loaded here: a claim's timer or a retry's, unknown which
+        try:  # brought up to the ledger: another daemon may have picked since
             book = await self.jackpots.book(window.promotion_id, window.session_id)
         except BonusdError:
-            return False
-        return any(claim.state not in CLOSED for claim in book.claims.values())
+            return timed
+        return any(
+            not (st.outcome or st.claims) and (st.attempt == 0 or st.retry_at is not None)
+            for st in book.jackpots.values()
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         """Follow the floor while it is wanted, and free it when not, until `stop`."""

@@ -1,6 +1,7 @@
 """The RAPS floor mirror is followed only around a session (`FloorWindow`): not before
-`BONUSD_RAPS_FLOOR_LEAD_S` ahead of its first jackpot, all through it, and let go once the
-last jackpot's claims have settled; a pick outside the window still reads the floor."""
+`BONUSD_RAPS_FLOOR_LEAD_S` ahead of its first jackpot, all through it, and let go once no
+jackpot of it is still to be picked from the floor (open claims do not hold it; an empty
+pool's retry does); a pick outside the window still reads the floor."""
 
 from __future__ import annotations
 
@@ -34,7 +35,9 @@ async def window(s: Site) -> AsyncIterator[FloorWindow]:
         await asyncio.wait_for(task, 5)
 
 
-async def test_followed_from_the_lead_until_the_claims_settle(s: Site, window: FloorWindow) -> None:
+async def test_followed_from_the_lead_until_no_pick_is_to_come(
+    s: Site, window: FloorWindow
+) -> None:
     mirror = window.mirror
     s.clock.set(local(14, 19))  # the first jackpot is at 14:30: 11 minutes ahead
     await fifty(s, s.clock.now())
@@ -51,15 +54,18 @@ async def test_followed_from_the_lead_until_the_claims_settle(s: Site, window: F
 
     s.clock.set(local(21))
     await fifty(s, s.clock.now())
-    await s.desk.run_jackpot(PID, SID, LAST)
-    s.clock.set(local(21, 5))  # past the last jackpot; its winner's claim is still open
+    for number in range(1, LAST):
+        await s.desk.run_jackpot(PID, SID, number)
+    s.clock.set(local(21, 3))  # past the last jackpot, which has not run (a late start)
     await asyncio.sleep(0.2)
     assert window.unsettled == {f"{PID}.{SID}"} and mirror.seq is not None
     assert window.releases == 0
 
-    await s.desk.act(PID, SID, 1, "crew_arrived", CREW)
-    await s.desk.act(PID, SID, 1, "verify_at_device", CREW)  # won: nothing is open
+    await s.desk.run_jackpot(PID, SID, LAST)  # run late: no pick from the floor is to come
     await until(lambda: mirror.seq is None)
+    book = await s.desk.book(PID, SID)
+    assert all(book.claims[c].state.value == "alerted" for c in book.jackpot(LAST).claims)
+    # (its claim is still open: a reselection picks from the frozen pool, not the floor)
     assert window.releases == 1 and not window.unsettled and mirror.size == 0
     reads = mirror.full_reads
     await asyncio.sleep(0.2)
@@ -71,14 +77,16 @@ async def test_followed_from_the_lead_until_the_claims_settle(s: Site, window: F
     assert window.releases == 2
 
 
-async def test_an_announced_claim_keeps_it_followed_from_another_daemon(
+async def test_a_timer_keeps_it_followed_on_a_daemon_without_the_book(
     s: Site, window: FloorWindow
 ) -> None:
-    """A daemon that never loaded the session's book sees its timed claims in the deadline
-    index: the announced claim keeps the floor followed until the desk settles it."""
+    """A daemon that never loaded the session's book sees only its timers in the deadline
+    index, a claim's or a retry's: it keeps the floor followed while there is one, and
+    lets it go once it has read the book and found no pick to come."""
     s.clock.set(local(21))
     await fifty(s, s.clock.now())
-    await s.desk.run_jackpot(PID, SID, LAST)
+    for number in range(1, LAST + 1):
+        await s.desk.run_jackpot(PID, SID, number)
     await s.desk.act(PID, SID, 1, "crew_arrived", CREW)
     await s.desk.act(PID, SID, 1, "not_at_device", CREW)
     await s.desk.act(PID, SID, 1, "announce", CREW)
@@ -86,10 +94,28 @@ async def test_an_announced_claim_keeps_it_followed_from_another_daemon(
     s.clock.set(local(21, 1, 10))
     await asyncio.sleep(0.2)
     assert window.unsettled == {f"{PID}.{SID}"} and window.wanted()
-    await s.desk.act(PID, SID, 1, "present", CREW)
-    await s.desk.act(PID, SID, 1, "verify", CREW)
+    book = await s.desk.book(PID, SID)  # read here now (the crew's handheld asked for it)
+    assert book.claims[1].state.value == "announced"
     await until(lambda: not window.unsettled)
     assert not window.wanted()
+
+
+async def test_an_empty_pools_retry_keeps_it_followed(s: Site, window: FloorWindow) -> None:
+    """A jackpot whose pool was empty is picked again from the floor a minute later: its
+    retry keeps the floor followed past the window, until it has run."""
+    s.clock.set(local(21))
+    for number in range(1, LAST + 1):  # nobody on the floor: every pool is empty
+        await s.desk.run_jackpot(PID, SID, number)
+    s.clock.set(local(21, 1, 10))  # past the window; the last jackpot's retry is at 21:01
+    await asyncio.sleep(0.2)  # ten checks
+    assert window.unsettled == {f"{PID}.{SID}"} and window.wanted()
+    book = await s.desk.book(PID, SID)
+    assert book.jackpot(LAST).retry_at == local(21, 1)
+    await fifty(s, s.clock.now())
+    await s.desk.run_due(PID, SID)  # the retries run: every jackpot now has its winner
+    assert all(st.claims for st in (await s.desk.book(PID, SID)).jackpots.values())
+    await until(lambda: window.mirror.seq is None)
+    assert not window.unsettled and not window.wanted()
 
 
 async def test_the_copy_syncs_faster_in_the_seconds_around_each_jackpot(s: Site) -> None:
