@@ -142,18 +142,18 @@ class FloorWindow:
         self.unsettled = {
             w.subject
             for w, at in zip(tail, timed, strict=True)
-            if await self._picks_ahead(w, at is not None)
+            if self._picks_ahead(w, at is not None)
         }
 
-    async def _picks_ahead(self, window: SessionWindow, timed: bool) -> bool:
+    def _picks_ahead(self, window: SessionWindow, timed: bool) -> bool:
         """Whether the session may still pick from the floor: as the runner's book of it
-        says, if it holds one; otherwise whether it has a timer in the deadline index."""
-        if self.jackpots.cached(window.subject) is None:
-            return timed  # never loaded here: a claim's timer or a retry's, unknown which
-        try:  # brought up to the ledger: another daemon may have picked since
-            book = await self.jackpots.book(window.promotion_id, window.session_id)
-        except BonusdError:
-            return timed
+        says, if it holds one; otherwise whether it has a timer in the deadline index. The
+        book is taken as cached, not read again: that would keep it in the desk's cache
+        (with the floors of its open jackpots) all through the tail; one behind its ledger
+        can only say a pick is still to come when another daemon has made it."""
+        book = self.jackpots.cached(window.subject)
+        if book is None:
+            return timed  # not held here: a claim's timer or a retry's, unknown which
         return any(
             not (st.outcome or st.claims) and (st.attempt == 0 or st.retry_at is not None)
             for st in book.jackpots.values()

@@ -118,6 +118,23 @@ async def test_an_empty_pools_retry_keeps_it_followed(s: Site, window: FloorWind
     assert not window.unsettled and not window.wanted()
 
 
+async def test_its_checks_leave_the_sessions_book_to_idle_out(
+    s: Site, window: FloorWindow
+) -> None:
+    """The window's checks read the session's book as the desk's cache holds it: they do
+    not keep it (and the floors of its open jackpots) cached through the tail."""
+    s.clock.set(local(21))
+    await fifty(s, s.clock.now())
+    for number in range(1, LAST + 1):
+        await s.desk.run_jackpot(PID, SID, number)
+    for at in (local(21, 2), local(22, 30)):  # the tail: checked every 20 ms
+        s.clock.set(at)
+        await asyncio.sleep(0.2)
+        assert s.desk.cached(f"{PID}.{SID}") is not None and not window.wanted()
+    s.clock.set(local(23, 1))  # two hours after the last step: the desk's idle time
+    assert s.desk.cached(f"{PID}.{SID}") is None
+
+
 async def test_the_copy_syncs_faster_in_the_seconds_around_each_jackpot(s: Site) -> None:
     promotions = tuple(s.desk.promotions.promotions.values())
     w = FloorWindow(s.desk, lambda: promotions, lead_s=600, every_s=0.25, near_s=0.05)
