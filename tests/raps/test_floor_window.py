@@ -118,9 +118,7 @@ async def test_an_empty_pools_retry_keeps_it_followed(s: Site, window: FloorWind
     assert not window.unsettled and not window.wanted()
 
 
-async def test_its_checks_leave_the_sessions_book_to_idle_out(
-    s: Site, window: FloorWindow
-) -> None:
+async def test_its_checks_leave_the_sessions_book_to_idle_out(s: Site, window: FloorWindow) -> None:
     """The window's checks read the session's book as the desk's cache holds it: they do
     not keep it (and the floors of its open jackpots) cached through the tail."""
     s.clock.set(local(21))
