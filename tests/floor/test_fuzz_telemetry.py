@@ -36,15 +36,13 @@ from tests.fuzz_helpers import (
     NOW,
     SKEW,
     WINDOW,
-    Mutant,
     daemon_recursion_limit,
     devices,
     dump,
-    duplicated_key,
     kind_of,
-    mutants,
     valid_bodies,
 )
+from tests.fuzz_mutants import Mutant, duplicated_key, mutants
 
 SITE = "gh"
 HEAD = f"bonusd/{SITE}/"

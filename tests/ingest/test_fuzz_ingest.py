@@ -34,16 +34,15 @@ from tests.daemon_helpers import Daemon
 from tests.fuzz_helpers import (
     NOW,
     Floor,
-    Mutant,
     daemon_recursion_limit,
     devices,
     dump,
     floor_snapshot,
     kind_of,
-    mutants,
     stamp,
     valid_bodies,
 )
+from tests.fuzz_mutants import Mutant, mutants
 from tests.telemetry_helpers import Publisher
 
 KEPT_PAYLOAD = 2048  # BONUSD_DEADLETTER_PAYLOAD_BYTES, the default
