@@ -303,10 +303,8 @@ class RapsBook:
     def selectable(self, number: int, at: dt.datetime) -> bool:
         """The jackpot is to run now: its first attempt, or a retry that is due."""
         st = self.jackpot(number)
-        if st.outcome or st.claims:
-            return False
-        if st.attempt == 0:
-            return True
+        if not st.to_pick or st.attempt == 0:
+            return st.to_pick
         return st.retry_at is not None and at >= st.retry_at
 
     def ready(self, number: int, at: dt.datetime) -> bool:

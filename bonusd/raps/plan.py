@@ -83,6 +83,14 @@ class JackpotState:
     exceptions: list[dict[str, str]] = field(default_factory=list)  # e.g. a missed time
     excluded: set[str] = field(default_factory=set)  # excluded after this attempt's freeze
 
+    @property
+    def to_pick(self) -> bool:
+        """Still to be picked from the floor: not run yet, or an empty pool's retry to come
+        (a claim's reselection picks from the frozen pool)."""
+        return not (self.outcome or self.claims) and (
+            self.attempt == 0 or self.retry_at is not None
+        )
+
 
 class Due(NamedTuple):
     """A timer: a claim's announcement running out, or an empty pool's retry."""

@@ -154,10 +154,7 @@ class FloorWindow:
         book = self.jackpots.cached(window.subject)
         if book is None:
             return timed  # not held here: a claim's timer or a retry's, unknown which
-        return any(
-            not (st.outcome or st.claims) and (st.attempt == 0 or st.retry_at is not None)
-            for st in book.jackpots.values()
-        )
+        return any(st.to_pick for st in book.jackpots.values())
 
     async def run(self, stop: asyncio.Event) -> None:
         """Follow the floor while it is wanted, and free it when not, until `stop`."""
