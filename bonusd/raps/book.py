@@ -135,8 +135,8 @@ class RapsBook:
         st = self.jackpot(number)
         if st.seed is not None:
             raise RapsError(f"jackpot {st.jackpot_id}: its seed is committed already")
-        st.seed = seed
-        out = evidence.commitment_payload(st.jackpot_id, (RAPS_TOMBOLA, 1), commit_seed(seed))
+        st.seed, st.commitment = seed, commit_seed(seed)
+        out = evidence.commitment_payload(st.jackpot_id, (RAPS_TOMBOLA, 1), st.commitment)
         return out | {"late": True} if late else out
 
     def _decline(self, card: str, actor: Actor, at: dt.datetime) -> dict[str, Json]:
@@ -165,7 +165,7 @@ class RapsBook:
         st.retry_at = None
         counts = {"eligible": pool.members, "ineligible": verdict.ineligible}
         st.summary = {"attempt": attempt, **counts, "reasons": dict(verdict.reasons())}
-        extra = {"seed_commitment": commit_seed(st.seed), "floor_sha256": floor.sha256}
+        extra = {"seed_commitment": st.commitment, "floor_sha256": floor.sha256}
         return evidence.pool_payload(pool) | extra | st.summary
 
     def _pick(self, number: int) -> dict[str, Json]:

@@ -71,6 +71,7 @@ class JackpotState:
     jackpot_id: str
     reselections: Reselections  # the crew's, counted and spaced
     seed: bytes | None = None
+    commitment: str = ""  # the seed's (SHA-256 hex), once committed
     jackpot: Jackpot | None = None  # the current attempt's pool and stream
     attempt: int = 0
     prizes: int = 1  # more when an earlier jackpot's prize was carried over to this one

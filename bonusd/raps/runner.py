@@ -30,7 +30,7 @@ from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.book import SCHEDULER
 from bonusd.draws.caches import DESK_CACHES, MB, CacheBounds
 from bonusd.draws.claims import Actor, ClaimError
-from bonusd.draws.fairness import Pool, SeedSource, commit_seed
+from bonusd.draws.fairness import Pool, SeedSource
 from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner
 from bonusd.draws.rounds import RoundKey
 from bonusd.draws.runner import DrawRunner
@@ -147,7 +147,7 @@ class RapsRunner(LedgerRunner[RapsBook]):
         self, plan: SessionPlan, book: RapsBook, records: Sequence[AuditRecord] = ()
     ) -> dict[int, Committed]:
         """The seed of every jackpot the book or `records` commit: its key and commitment."""
-        want = {n: commit_seed(st.seed) for n, st in book.jackpots.items() if st.seed}
+        want = {n: st.commitment for n, st in book.jackpots.items() if st.seed}
         for rec in records:
             if rec.kind == Kind.COMMITMENT:
                 want[jackpot_number(rec.payload["draw_id"])] = rec.payload["seed_commitment"]
