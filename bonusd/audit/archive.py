@@ -25,6 +25,7 @@ from bonusd.audit.chain import GENESIS, AuditRecord, ChainCheck, from_jsonl, rec
 from bonusd.errors import AuditFormatError
 
 SEGMENT_GLOB = "audit-????-??.jsonl"
+TAIL_BLOCK = 1 << 16  # bytes read at a time from a file's end for its last line
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,12 @@ class AuditArchive:
         return sorted(self.folder.glob(SEGMENT_GLOB))
 
     def tail(self) -> AuditRecord | None:
-        """The archive's last record (None: empty)."""
+        """The archive's last record (None: empty), read from the end of the newest file
+        that holds one: each append and each sweep asks, and a month's file grows all month."""
         for path in reversed(self.segments()):
-            lines = [ln for ln in _read(path).split("\n") if ln.strip()]
-            if lines:
-                return from_jsonl(lines[-1])[0]
+            line = last_line(path)
+            if line:
+                return from_jsonl(line)[0]
         return None
 
     def append(self, records: Sequence[AuditRecord]) -> int:
@@ -169,6 +171,28 @@ class AuditArchive:
             path.unlink()
             gone.append(path)
         return gone
+
+
+def last_line(path: Path, block: int = TAIL_BLOCK) -> str:
+    """The file's last line that is not blank ("" when it has none), read backwards from
+    its end a block at a time (each twice the last), so only that line and what follows
+    it are held, however long the file."""
+    with path.open("rb") as fh:
+        start = fh.seek(0, os.SEEK_END)
+        held = b""
+        while start > 0:
+            step = min(start, block)
+            start -= step
+            fh.seek(start)
+            held = fh.read(step) + held
+            pieces = held.split(b"\n")
+            # the first piece may be cut short unless the file's start was reached
+            for piece in reversed(pieces if start == 0 else pieces[1:]):
+                line = piece.decode("utf-8")
+                if line.strip():
+                    return line
+            held, block = pieces[0], block * 2  # only blank lines after it: read further back
+    return ""
 
 
 def _read(path: Path) -> str:

@@ -43,6 +43,7 @@ from bonusd.infra.keys import Keys
 
 logger = logging.getLogger(__name__)
 BATCH = 500  # trail records read at a time by a whole-trail pass (`batches`)
+BATCH_BYTES = 1 << 20  # and about this much of their JSON at most, once records run large
 
 
 class StaleLedger(BonusdError):
@@ -213,13 +214,28 @@ class AuditStore:
         rows = cast(list[str], await self._redis.lrange(self._list, start, end))
         return from_jsonl("\n".join(rows))
 
-    async def batches(self, size: int | None = None) -> AsyncIterator[list[AuditRecord]]:
-        """The trail's records in order, `size` (`BATCH`) at a time, as far as it reached
-        when the first batch was read: a long trail read without holding all of it."""
+    async def batches(
+        self, size: int | None = None, budget: int = BATCH_BYTES
+    ) -> AsyncIterator[list[AuditRecord]]:
+        """The trail's records in order, as far as it reached when the first batch was
+        read: a long trail read without holding all of it. At most `size` (`BATCH`) at a
+        time, and after the first only as many as would fit in `budget` bytes of JSON at
+        the size of the batch before (at least one): a few records (a redraw's tickets
+        passed over) can hold most of a night's bytes."""
         size = size or BATCH
         length = await self._redis.llen(self._list)
-        for start in range(0, length, size):
-            yield await self.records(start, min(start + size, length) - 1)
+        start, step = 0, size
+        while start < length:
+            end = min(start + step, length) - 1
+            rows = cast(list[str], await self._redis.lrange(self._list, start, end))
+            if not rows:
+                return  # trimmed meanwhile: what is left is past this pass
+            held = sum(map(len, rows))
+            start += len(rows)
+            step = max(1, min(size, budget * len(rows) // max(held, 1)))
+            records = from_jsonl("\n".join(rows))
+            del rows
+            yield records
 
     async def of_kind(self, kind: Kind) -> list[AuditRecord]:
         return [r async for batch in self.batches() for r in batch if r.kind == kind.value]
