@@ -82,9 +82,10 @@ class Settings(BaseSettings):
     # the pick archives only the rows changed since (docs/fairness.md section 10, form 2);
     # 0: every pick archives the whole floor
     raps_floor_base_lead_s: float = Field(default=2.0, ge=0, le=60.0)
-    # the desks' caches, each per runner, least recently used dropped first (docs/settings.md,
-    # "Memory"): books of draws or RAPS sessions, pool files, RAPS floor snapshots (as large
-    # as the floor each), random jackpot timetables; what is dropped is read again
+    # the desks' caches, each per runner (pool files: one for all), least recently used
+    # dropped first (docs/settings.md, "Memory"): books of draws or RAPS sessions, pool files,
+    # RAPS floor snapshots (as large as the floor each), random jackpot timetables; what is
+    # dropped is read again
     desk_books: int = Field(default=16, ge=1, le=10_000)
     desk_pools: int = Field(default=64, ge=1, le=100_000)
     desk_floor_snapshots: int = Field(default=16, ge=1, le=10_000)

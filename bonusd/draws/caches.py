@@ -74,6 +74,13 @@ class DeskCache(TTLCache[K, V, float]):
         return super().get(key, default)
 
 
+def pool_cache(bounds: CacheBounds, timer: Callable[[], float]) -> DeskCache[str, Any]:
+    """Pool files by commitment, bounded by `bounds`. A pool file never changes, so one
+    cache serves every runner of a daemon: each book of a draw round then holds the same
+    pool, not a copy parsed again (the live push replays the books the desk changes)."""
+    return DeskCache(bounds.pools, bounds.pools_mb * MB, bounds.idle_s, timer, pool_bytes)
+
+
 class SizedLRU(LRUCache[K, V]):
     """An LRU cache of at most `count` entries and `budget` bytes (`sizeof` each); an entry
     larger than the whole budget is kept alone."""

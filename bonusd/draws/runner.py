@@ -71,13 +71,13 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
         on_deadline_change: Callable[[], None] = lambda: None,
         on_records: Callable[[str, list[AuditRecord]], Awaitable[None]] | None = None,
         bounds: CacheBounds = DESK_CACHES,
+        pools: caches.DeskCache[str, Pool] | None = None,
     ) -> None:
         super().__init__(redis, keys, audit, on_deadline_change=on_deadline_change, bounds=bounds)
         self.promotions, self.clock = promotions, clock
         self.seeds = SeedVault(redis, seal, seed_source)
-        self._pools: caches.DeskCache[str, Pool] = caches.DeskCache(
-            bounds.pools, bounds.pools_mb * caches.MB, bounds.idle_s, self._now, caches.pool_bytes
-        )
+        # pool files by commitment: `pools` when shared with the daemon's other runners
+        self.pools = caches.pool_cache(bounds, self._now) if pools is None else pools
         self._on_records = on_records
 
     # -- plans ------------------------------------------------------------------------------
@@ -105,16 +105,16 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
     # -- loading ----------------------------------------------------------------------------
     async def pool_file(self, commitment: str) -> Pool:
         """The pool file (cached; read from Redis when the cache has dropped it)."""
-        pool = self._pools.get(commitment)
+        pool = self.pools.get(commitment)
         if pool is None:
             raw = await self.redis.get(self.keys.poolfile(commitment))
             if raw is None:
                 raise DrawError(f"pool file {commitment[:12]}… is missing from Redis")
-            pool = self._pools[commitment] = parse_pool(cast(str, raw).encode())
+            pool = self.pools[commitment] = parse_pool(cast(str, raw).encode())
         return pool  # served even when too large to keep
 
     def remember_pool(self, pool: Pool) -> None:
-        self._pools[pool.commitment] = pool
+        self.pools[pool.commitment] = pool
 
     async def book(self, promotion_id: str, draw_id: str) -> DrawBook:
         """The draw's book, up to its ledger (read it before your next await: a later step

@@ -28,7 +28,7 @@ from bonusd.audit.store import AuditStore
 from bonusd.audit.writes import StepWrites
 from bonusd.clocks.clock import Clock, GamingCalendar
 from bonusd.draws.book import SCHEDULER
-from bonusd.draws.caches import DESK_CACHES, MB, CacheBounds
+from bonusd.draws.caches import DESK_CACHES, MB, CacheBounds, DeskCache
 from bonusd.draws.claims import Actor, ClaimError
 from bonusd.draws.fairness import Pool, SeedSource
 from bonusd.draws.ledger import ExcludedSincePool, LedgerRunner
@@ -70,6 +70,7 @@ class RapsRunner(LedgerRunner[RapsBook]):
         seed_source: SeedSource = secrets.token_bytes,
         on_deadline_change: Callable[[], None] = lambda: None,
         bounds: CacheBounds = DESK_CACHES,
+        pools: DeskCache[str, Pool] | None = None,
     ) -> None:
         super().__init__(redis, keys, audit, on_deadline_change=on_deadline_change, bounds=bounds)
         self.promotions, self.clock, self.calendar = promotions, clock, calendar
@@ -87,6 +88,7 @@ class RapsRunner(LedgerRunner[RapsBook]):
             clock=clock,
             seal=seal,
             bounds=bounds,
+            pools=pools,
         )
 
     def plan(self, promotion_id: str, session_id: str) -> SessionPlan:

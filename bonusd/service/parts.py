@@ -13,7 +13,8 @@ from bonusd.access.auth import TokenStore
 from bonusd.access.sessions import SessionPolicy, StaffSessions
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import Clock, GamingCalendar
-from bonusd.draws.caches import CacheBounds
+from bonusd.draws.caches import CacheBounds, DeskCache
+from bonusd.draws.fairness import Pool
 from bonusd.draws.runner import DrawRunner
 from bonusd.draws.seal import SeedSeal
 from bonusd.draws.seedkey import load_seal
@@ -123,6 +124,7 @@ def runners(
         seal=seal,
         on_deadline_change=on_deadline_change,
         bounds=bounds,
+        pools=draws.pools,  # one cache of pool files (immutable) for the daemon
     )
     return draws, jackpots
 
@@ -151,9 +153,11 @@ def push_hub(
     calendar: GamingCalendar,
     promotions: PromotionStore,
     seal: SeedSeal,
+    pools: DeskCache[str, Pool],
 ) -> PushHub:
     """The push hub, reading books through runners of its own: a book the service's runners
-    are changing (command run, commit pending) is never what a screen shows."""
+    are changing (command run, commit pending) is never what a screen shows. Pool files
+    never change: its runners read them through the service's cache, `pools`."""
     bounds = desk_caches(settings)
     draws = DrawRunner(
         redis=redis,
@@ -163,6 +167,7 @@ def push_hub(
         clock=clock,
         seal=seal,
         bounds=bounds,
+        pools=pools,
     )
     jackpots = RapsRunner(
         redis=redis,
@@ -173,6 +178,7 @@ def push_hub(
         calendar=calendar,
         seal=seal,
         bounds=bounds,
+        pools=pools,
     )
     return PushHub(
         redis=redis,

@@ -140,6 +140,7 @@ class Service:
             calendar=self.calendar,
             promotions=self.promotion_store,
             seal=self.draws.seeds.seal,
+            pools=self.draws.pools,
         )
         self.rules = RuleSync(  # the same promotion rules on every daemon of the site
             redis=self.redis,

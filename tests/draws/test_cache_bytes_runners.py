@@ -75,7 +75,7 @@ async def test_draws_with_budgets_that_keep_one_entry_give_what_unbounded_ones_g
 ) -> None:
     small, big = draw_pair
     assert await both_draws(small) == await both_draws(big)
-    assert len(small.desk._books) <= 1 and len(small.desk._pools) <= 1  # the last one alone
+    assert len(small.desk._books) <= 1 and len(small.desk.pools) <= 1  # the last one alone
     assert len(big.desk._books) == 2
 
 
@@ -88,7 +88,7 @@ async def test_a_pool_file_larger_than_the_budget_is_kept_alone(
     commitment = next(r.payload["pool_commitment"] for r in records if r.kind == Kind.POOL)
     pool = await small.desk.pool_file(commitment)  # read from Redis, handed over
     assert pool.commitment == commitment and pool.members > 0
-    assert list(small.desk._pools) == [commitment]
+    assert list(small.desk.pools) == [commitment]
 
 
 # -- RAPS: two Festa Fortuna sessions a week apart -------------------------------------------
@@ -136,5 +136,5 @@ async def test_raps_sessions_with_budgets_that_keep_one_entry_give_what_unbounde
 ) -> None:
     small, big = raps_pair
     assert await two_sessions(small) == await two_sessions(big)
-    assert len(small.desk._books) <= 1 and len(small.desk._draws._pools) <= 1  # the last alone
+    assert len(small.desk._books) <= 1 and len(small.desk._draws.pools) <= 1  # the last alone
     assert len(big.desk._books) == 2
