@@ -17,15 +17,17 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bonusd.audit.chain import GENESIS, AuditRecord, ChainCheck, from_jsonl, record_hash
+from bonusd.audit.chain import GENESIS, AuditRecord, ChainCheck, ChainWalk, from_jsonl
+from bonusd.audit.store import BATCH, BATCH_BYTES
 from bonusd.errors import AuditFormatError
 
 SEGMENT_GLOB = "audit-????-??.jsonl"
 TAIL_BLOCK = 1 << 16  # bytes read at a time from a file's end for its last line
+MAX_LINE_BYTES = 64 << 20  # an archived record's line at most (a late redraw's: a few MB)
 
 
 @dataclass(frozen=True)
@@ -51,28 +53,58 @@ class ArchiveCheck:
         )
 
 
-def check_links(records: Sequence[AuditRecord]) -> ChainCheck:
+def check_links(records: Iterable[AuditRecord]) -> ChainCheck:
     """Seq numbers, links, hashes and time order of consecutive records. The first record
     is taken as it is (its predecessor may have been deleted past retention), except that
     seq 1 must start from the genesis hash."""
-    prev: str | None = None
-    last_time = ""
-    for index, rec in enumerate(records):
-        if index == 0:
-            if rec.seq == 1 and rec.prev_hash != GENESIS:
-                return ChainCheck(0, 1, "the first record does not start from the genesis hash")
-        else:
-            expected = records[index - 1].seq + 1
-            if rec.seq != expected:
-                return ChainCheck(index, expected, f"seq is {rec.seq}, expected {expected}")
-            if rec.prev_hash != prev:
-                return ChainCheck(index, rec.seq, "prev_hash does not match the previous record's")
-        if record_hash(rec.body()) != rec.hash:
-            return ChainCheck(index, rec.seq, "hash does not match the record's content (modified)")
-        if rec.time < last_time:
-            return ChainCheck(index, rec.seq, f"time {rec.time} is before the previous record's")
-        prev, last_time = rec.hash, rec.time
-    return ChainCheck(len(records))
+    walk = ChainWalk(anywhere=True)
+    walk.add(records)
+    return walk.check
+
+
+def jsonl_batches(
+    paths: Iterable[Path], size: int | None = None, budget: int = BATCH_BYTES
+) -> Iterator[list[AuditRecord]]:
+    """The records of JSON Lines files (an export, an archive's month files) in order, read
+    a line at a time and parsed at most `size` records or about `budget` bytes at a time,
+    so a long archive is checked without holding it whole. A line longer than
+    `MAX_LINE_BYTES`, or not UTF-8, is refused (`AuditFormatError`, naming the file)."""
+    size = size or BATCH
+    for path in paths:
+        lines: list[str] = []
+        held, first = 0, 1
+        for line_no, line in _lines(path):
+            lines.append(line)
+            held += len(line)
+            if len(lines) >= size or held >= budget:
+                yield _parsed(path, lines, first)
+                lines, held, first = [], 0, line_no + 1
+        if lines:
+            yield _parsed(path, lines, first)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The file's lines with their numbers, each at most `MAX_LINE_BYTES` and UTF-8."""
+    with path.open("rb") as fh:
+        line_no = 0
+        while raw := fh.readline(MAX_LINE_BYTES + 1):
+            line_no += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise AuditFormatError(
+                    f"{path}: line {line_no} is over {MAX_LINE_BYTES} bytes, not an audit record"
+                )
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise AuditFormatError(f"{path}: line {line_no} is not UTF-8") from None
+            yield line_no, line
+
+
+def _parsed(path: Path, lines: list[str], first: int) -> list[AuditRecord]:
+    try:
+        return from_jsonl("".join(lines), first_line=first)
+    except AuditFormatError as exc:
+        raise AuditFormatError(f"{path}: {exc}") from None
 
 
 def site_archive(root: Path, prefix: str, site: str) -> Path:
@@ -141,22 +173,22 @@ class AuditArchive:
                 os.fsync(fh.fileno())
         return len(records)
 
-    def records(self) -> list[AuditRecord]:
-        out: list[AuditRecord] = []
-        for path in self.segments():
-            out.extend(from_jsonl(_read(path)))
-        return out
+    def batches(self) -> Iterator[list[AuditRecord]]:
+        """The archive's records in order, a batch at a time (`jsonl_batches`)."""
+        return jsonl_batches(self.segments())
 
     def verify(self) -> ArchiveCheck:
-        """Check the whole archive's chain; a file that does not parse is a broken link."""
+        """Check the whole archive's chain, a batch at a time; a file that does not parse
+        is a broken link."""
+        files = self.segments()
+        walk, first, last = ChainWalk(anywhere=True), 0, 0
         try:
-            records = self.records()
+            for batch in jsonl_batches(files):
+                walk.add(batch)
+                first, last = first or batch[0].seq, batch[-1].seq
         except AuditFormatError as exc:
-            return ArchiveCheck(ChainCheck(0, 0, str(exc)), 0, 0, len(self.segments()))
-        check = check_links(records)
-        first = records[0].seq if records else 0
-        last = records[-1].seq if records else 0
-        return ArchiveCheck(check, first, last, len(self.segments()))
+            return ArchiveCheck(ChainCheck(0, 0, str(exc)), 0, 0, len(files))
+        return ArchiveCheck(walk.check, first, last, len(files))
 
     def prune(self, today: dt.date, keep_days: int) -> list[Path]:
         """Delete the month files whose last day is more than `keep_days` before `today`,
@@ -193,7 +225,3 @@ def last_line(path: Path, block: int = TAIL_BLOCK) -> str:
                     return line
             held, block = pieces[0], block * 2  # only blank lines after it: read further back
     return ""
-
-
-def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")

@@ -173,10 +173,14 @@ class ChainCheck:
 class ChainWalk:
     """`verify_chain` in pieces: the records given in order, a batch at a time, so a long
     trail is checked without holding all of it; `check` is what `verify_chain` of every
-    record given so far says."""
+    record given so far says. `anywhere`: the chain may start past its first record (an
+    archive whose oldest months were deleted past retention), so the first record given
+    is taken as it is, but for seq 1, which must start from the genesis hash."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, anywhere: bool = False) -> None:
         self.count = 0  # records given so far
+        self.first_seq = 1  # as the first record given says, when `anywhere`
+        self._anywhere = anywhere
         self._prev, self._last_time = GENESIS, ""
         self._broken: ChainCheck | None = None
 
@@ -187,7 +191,10 @@ class ChainWalk:
                 self._broken = self._link(rec)
 
     def _link(self, rec: AuditRecord) -> ChainCheck | None:
-        index, expected_seq = self.count - 1, self.count
+        if self.count == 1 and self._anywhere:
+            self.first_seq = rec.seq
+            self._prev = GENESIS if rec.seq == 1 else rec.prev_hash
+        index, expected_seq = self.count - 1, self.first_seq + self.count - 1
         if rec.seq != expected_seq:
             why = f"seq is {rec.seq}, expected {expected_seq} (record missing or moved)"
             return ChainCheck(index, expected_seq, why)
@@ -219,12 +226,13 @@ def to_jsonl(records: Sequence[AuditRecord]) -> str:
     return "".join(rec.to_json() + "\n" for rec in records)
 
 
-def from_jsonl(text: str) -> list[AuditRecord]:
-    """Parse a JSON Lines export (no verification: call `verify_chain`)."""
+def from_jsonl(text: str, *, first_line: int = 1) -> list[AuditRecord]:
+    """Parse a JSON Lines export (no verification: call `verify_chain`); `first_line`:
+    the number of its first line in the file it was read from, for the error."""
     out: list[AuditRecord] = []
     # records end with "\n" only: `splitlines` would also cut a record inside a string at
     # U+2028, U+2029 or U+0085, which canonical JSON keeps unescaped (a note, a name)
-    for line_no, line in enumerate(text.split("\n"), 1):
+    for line_no, line in enumerate(text.split("\n"), first_line):
         if not line.strip():
             continue
         try:

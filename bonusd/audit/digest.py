@@ -293,20 +293,20 @@ class DigestCheck:
 
 class DigestChecks:
     """`check_digest` for several digests in one pass over a chain given in order a batch
-    at a time (a season's live trail is checked without holding all of it); `links`: an
-    archive's own check, when the records are not the whole chain."""
+    at a time (a season's live trail, or an archive, is checked without holding all of it);
+    `anywhere`: the records may start past the chain's first (an archive's oldest months
+    deleted past retention), so their links are checked from the first one given."""
 
-    def __init__(self, digests: Sequence[DayDigest], *, links: ChainCheck | None = None) -> None:
-        self.digests, self._links = list(digests), links
-        self._walk = ChainWalk()
+    def __init__(self, digests: Sequence[DayDigest], *, anywhere: bool = False) -> None:
+        self.digests = list(digests)
+        self._walk = ChainWalk(anywhere=anywhere)
         self._wanted = {d.last_seq for d in self.digests}
         self._found: dict[int, str] = {}
         self._first_seq: int | None = None
 
     def add(self, records: Iterable[AuditRecord]) -> None:
         batch = list(records)
-        if self._links is None:
-            self._walk.add(batch)
+        self._walk.add(batch)
         if batch and self._first_seq is None:
             self._first_seq = batch[0].seq
         for rec in batch:  # the first record of each wanted seq, as the chain holds it
@@ -314,7 +314,7 @@ class DigestChecks:
                 self._found[rec.seq] = rec.hash
 
     def checks(self) -> list[DigestCheck]:
-        links = self._walk.check if self._links is None else self._links
+        links = self._walk.check
         first_seq = 1 if self._first_seq is None else self._first_seq
         out = []
         for digest in self.digests:
@@ -325,10 +325,9 @@ class DigestChecks:
 
 
 def check_digest(
-    records: Sequence[AuditRecord], digest: DayDigest, *, links: ChainCheck | None = None
+    records: Sequence[AuditRecord], digest: DayDigest, *, anywhere: bool = False
 ) -> DigestCheck:
-    """Check `records` (a whole chain, or an archive's with `links` its own check)
-    against `digest`."""
-    checks = DigestChecks([digest], links=links)
+    """Check `records` (a whole chain, or with `anywhere` an archive's) against `digest`."""
+    checks = DigestChecks([digest], anywhere=anywhere)
     checks.add(records)
     return checks.checks()[0]

@@ -22,8 +22,7 @@ from typing import Annotated, cast
 import typer
 
 from bonusd.audit.anchor import trail_digests
-from bonusd.audit.archive import AuditArchive, check_links
-from bonusd.audit.chain import from_jsonl
+from bonusd.audit.archive import AuditArchive, jsonl_batches
 from bonusd.audit.digest import (
     DayDigest,
     DigestCheck,
@@ -108,13 +107,10 @@ def checks_of(
         raise typer.BadParameter("give --from or --archive, not both")
     if export is None and archive is None:
         return asyncio.run(live_checks(settings(), digests))
-    if export is not None:
-        records = from_jsonl(export.read_text(encoding="utf-8"))
-        checks = DigestChecks(digests)
-    else:
-        records = AuditArchive(cast(Path, archive)).records()
-        checks = DigestChecks(digests, links=check_links(records))
-    checks.add(records)
+    checks = DigestChecks(digests, anywhere=export is None)
+    files = [export] if export is not None else AuditArchive(cast(Path, archive)).segments()
+    for batch in jsonl_batches(files):  # a line at a time: the file is never held whole
+        checks.add(batch)
     return checks.checks()
 
 

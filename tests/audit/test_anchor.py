@@ -16,9 +16,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from bonusd.access.auth import Role
-from bonusd.audit import store
+from bonusd.audit import archive, store
 from bonusd.audit.anchor import DIGEST_SUBJECT, DayAnchor, DigestFolder, Written
-from bonusd.audit.chain import Kind, from_jsonl
+from bonusd.audit.chain import Kind, from_jsonl, to_jsonl
 from bonusd.audit.digest import day_digest, digest_text, read_digest
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
@@ -99,6 +99,36 @@ async def test_a_rehashed_chain_passes_verify_but_fails_check_digest(
     assert kept.returncode == 0, kept.stdout
 
 
+@pytest.mark.usefixtures("trail_batch")
+async def test_check_digest_against_an_archive_read_a_batch_at_a_time(
+    aredis: aioredis.Redis, site: str, redis_url: str, tmp_path: Path
+) -> None:
+    await write_day(aredis, site, 6)
+    printed = await bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03")
+    signed = tmp_path / "digest.txt"
+    signed.write_text(printed.stdout, encoding="utf-8")
+    records = from_jsonl("\n".join(await aredis.lrange(Keys("bonusd", site).audit, 0, -1)))
+    kept, forged, late = (tmp_path / name for name in ("kept", "forged", "late"))
+    archive.AuditArchive(kept).append(records)
+    archive.AuditArchive(forged).append(rehashed(records, 3, {"n": 99}))
+    late.mkdir()  # an archive whose records 1 and 2 were deleted past retention
+    (late / "audit-2026-10.jsonl").write_text(to_jsonl(records[2:]), encoding="utf-8")
+    for folder, code, said in (
+        (kept, 0, "record 6 still has the digest's hash"),
+        (late, 0, "record 6 still has the digest's hash"),
+        (forged, 1, "record 6 was rewritten"),
+    ):
+        got = await bonusd(
+            site, redis_url, "audit", "check-digest", str(signed), "--archive", str(folder)
+        )
+        assert (got.returncode, said in got.stdout) == (code, True), got.stdout + got.stderr
+    (kept / "audit-2026-10.jsonl").write_bytes(b"\xff\xfe not UTF-8\n")
+    broken = await bonusd(
+        site, redis_url, "audit", "check-digest", str(signed), "--archive", str(kept)
+    )
+    assert broken.returncode != 0 and "line 1 is not UTF-8" in broken.stdout + broken.stderr
+
+
 async def test_check_digest_refuses_another_sites_digest_and_an_unfinished_day(
     aredis: aioredis.Redis, site: str, redis_url: str, tmp_path: Path
 ) -> None:
@@ -155,9 +185,11 @@ def test_a_digest_file_is_written_once_and_never_overwritten(tmp_path: Path) -> 
 
 @pytest.fixture(params=[None, 2], ids=["whole", "two-at-a-time"])
 def trail_batch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The trail read whole, or two records at a time (`AuditStore.batches`)."""
+    """The trail, an export or an archive read whole, or two records at a time
+    (`AuditStore.batches`, `jsonl_batches`)."""
     if request.param:
         monkeypatch.setattr(store, "BATCH", request.param)
+        monkeypatch.setattr(archive, "BATCH", request.param)
 
 
 @pytest.mark.usefixtures("trail_batch")

@@ -1,5 +1,7 @@
-"""The audit archive's last record, read from the end of its newest file: the same line
-the whole file read and split gives, whatever the block size and however the file ends."""
+"""How the audit archive is read without holding it whole: its last record from the end of
+its newest file (the same line the whole file read and split gives, whatever the block
+size and however the file ends), and its records a batch at a time (the same records
+the whole files give, with errors naming the file and its line)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bonusd.audit.archive import AuditArchive, last_line
-from bonusd.audit.chain import AuditLog, Kind
+from bonusd.audit import archive as archive_module
+from bonusd.audit.archive import AuditArchive, jsonl_batches, last_line
+from bonusd.audit.chain import AuditLog, Kind, from_jsonl, to_jsonl
 from bonusd.errors import AuditFormatError
 
 
@@ -83,3 +86,45 @@ def test_a_torn_last_line_is_refused_as_before(tmp_path: Path) -> None:
         fh.write('{"seq": 2, "ki')  # a write cut short
     with pytest.raises(AuditFormatError):
         archive.tail()
+
+
+def _two_files(folder: Path) -> list[Path]:
+    log = AuditLog()
+    for n in range(11):
+        at = dt.datetime(2026, 10, 28, tzinfo=dt.UTC) + dt.timedelta(days=n)
+        log.append(at=at, actor="desk", kind=Kind.RULE_CHANGE, payload={"n": "x" * (n * 50)})
+    AuditArchive(folder).append(log.records)
+    return AuditArchive(folder).segments()
+
+
+@pytest.mark.parametrize(
+    ("size", "budget"), [(1, 10**6), (2, 10**6), (3, 10**6), (7, 10**6), (500, 300)]
+)
+def test_batches_give_the_records_the_whole_files_give(
+    tmp_path: Path, size: int, budget: int
+) -> None:
+    files = _two_files(tmp_path)
+    assert len(files) == 2
+    whole = [r for path in files for r in from_jsonl(path.read_text(encoding="utf-8"))]
+    batches = list(jsonl_batches(files, size, budget))
+    assert [r for batch in batches for r in batch] == whole
+    assert all(len(batch) <= size for batch in batches)
+    if budget < 10**6:  # a batch ends once it holds the budget
+        assert all(len(to_jsonl(batch[:-1])) < budget for batch in batches)
+
+
+def test_a_bad_line_is_named_by_its_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = _two_files(tmp_path)
+    lines = files[1].read_text(encoding="utf-8").split("\n")
+    lines[5] = '{"seq": 8, "not": "a record"}'
+    files[1].write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(AuditFormatError, match=f"{files[1]}: audit export line 6"):
+        list(jsonl_batches(files, size=2))
+    limit = len(files[0].read_bytes().split(b"\n")[2])  # line 3 fits; line 4 is longer
+    monkeypatch.setattr(archive_module, "MAX_LINE_BYTES", limit)  # a line over it: refused
+    with pytest.raises(AuditFormatError, match=f"{files[0]}: line 4 is over {limit} bytes"):
+        list(jsonl_batches(files))
+    check = AuditArchive(tmp_path).verify()
+    assert not check.ok and f"line 4 is over {limit} bytes" in str(check)
