@@ -26,6 +26,7 @@ from bonusd.draws.caches import MB, CacheBounds, DeskCache, book_bytes
 from bonusd.draws.seeds import record_refusal, refusal_entry
 from bonusd.errors import ConflictError, SeedRefused
 from bonusd.infra.keys import Keys
+from bonusd.infra.metrics import Counted
 from bonusd.registry.records import Member
 
 ATTEMPTS = 8
@@ -127,6 +128,15 @@ class LedgerRunner(Generic[B]):
     @property
     def deadlines(self) -> str:
         return self.keys.deadlines
+
+    @property
+    def caches(self) -> dict[str, Counted]:
+        """The runner's caches by name, for /metrics: its books, and its pool files and
+        floor snapshots where it keeps them (each with `currsize`, the bytes it counts)."""
+        found: dict[str, Counted | None] = {"books": self._books}
+        found["pools"] = getattr(self, "pools", None)
+        found["floors"] = getattr(self, "_floors", None)
+        return {name: cache for name, cache in found.items() if cache is not None}
 
     def cached(self, subject: str) -> B | None:
         """The subject's book if the cache holds one (as of its last load: no Redis read)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -13,6 +15,13 @@ def _heap_part(part: str) -> float:
     """One of the C heap's figures (`bonusd.infra.heap`), NaN where it cannot be read."""
     figures = heap_figures()
     return float("nan") if figures is None else float(getattr(figures, part))
+
+
+class Counted(Protocol):
+    """A cache that counts what it holds (cachetools' `currsize`: bytes, as it sizes them)."""
+
+    @property
+    def currsize(self) -> float: ...
 
 
 class Metrics:
@@ -152,6 +161,28 @@ class Metrics:
             "Websockets that fell behind and were sent a fresh snapshot",
             registry=registry,
         )
+        self.desk_cache = Gauge(
+            "bonusd_desk_cache_bytes",
+            "What the desks' caches hold, as they count it (bounded by BONUSD_DESK_*_MB): "
+            "books, pool files (one cache for the daemon), RAPS floor snapshots, by runner",
+            ["runner", "cache"],
+            registry=registry,
+        )
+        self._watched: set[int] = set()
+        self.floor_mirror_rows = Gauge(
+            "bonusd_raps_floor_mirror_rows",
+            "Cards the RAPS floor mirror holds (0 while it does not follow the floor)",
+            registry=registry,
+        )
+
+    def watch_caches(self, runner: str, caches: Mapping[str, Counted]) -> None:
+        """Report each of `caches` (a runner's, by name) by its `currsize`, once: a cache
+        shared with a runner watched before is reported under that one."""
+        for name, cache in caches.items():
+            if id(cache) not in self._watched:
+                self._watched.add(id(cache))
+                size = functools.partial(getattr, cache, "currsize")
+                self.desk_cache.labels(runner=runner, cache=name).set_function(size)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -154,6 +154,7 @@ def push_hub(
     promotions: PromotionStore,
     seal: SeedSeal,
     pools: DeskCache[str, Pool],
+    metrics: Metrics,
 ) -> PushHub:
     """The push hub, reading books through runners of its own: a book the service's runners
     are changing (command run, commit pending) is never what a screen shows. Pool files
@@ -180,6 +181,8 @@ def push_hub(
         bounds=bounds,
         pools=pools,
     )
+    metrics.watch_caches("push-draws", draws.caches)
+    metrics.watch_caches("push-raps", jackpots.caches)
     return PushHub(
         redis=redis,
         keys=keys,

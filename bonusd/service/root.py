@@ -118,6 +118,9 @@ class Service:
             settings=self.settings,  # the seed key (SeedKeyError: the start is refused), caches
             on_deadline_change=self._poke_timers,
         )
+        self.metrics.watch_caches("draws", self.draws.caches)  # what the desks hold in memory
+        self.metrics.watch_caches("raps", self.jackpots.caches)
+        self.metrics.floor_mirror_rows.set_function(lambda: self.jackpots.live_floor.size)
         # when this daemon follows the floor for RAPS picks (BONUSD_RAPS_FLOOR_*)
         self.floor_window = FloorWindow.of(self.settings, self.jackpots, lambda: self.promotions)
 
@@ -141,6 +144,7 @@ class Service:
             promotions=self.promotion_store,
             seal=self.draws.seeds.seal,
             pools=self.draws.pools,
+            metrics=self.metrics,
         )
         self.rules = RuleSync(  # the same promotion rules on every daemon of the site
             redis=self.redis,

@@ -38,7 +38,7 @@ async def pair(site: str, redis_url: str) -> AsyncIterator[tuple[Site, Site]]:
 
 def within_bounds(s: Site) -> None:
     assert len(s.desk._books) <= s.desk.bounds.books
-    assert len(s.desk._pools) <= s.desk.bounds.pools
+    assert len(s.desk.pools) <= s.desk.bounds.pools
 
 
 async def both_draws(s: Site) -> list[Any]:
@@ -106,7 +106,7 @@ async def test_books_and_pool_files_unused_for_the_idle_time_are_dropped(
     big.clock.set(at("halfway", 19))
     await d.run_round(PID, "halfway", 1)
     assert d.cached(f"{PID}.halfway") is not None
-    assert len(d._pools) >= 1
+    assert len(d.pools) >= 1
     big.clock.set(at("halfway", 19) + dt.timedelta(seconds=d.bounds.idle_s - 60))
     assert d.cached(f"{PID}.halfway") is not None  # not idle long enough yet
     await d.book(PID, "halfway")  # used: its idle time starts again
@@ -114,6 +114,6 @@ async def test_books_and_pool_files_unused_for_the_idle_time_are_dropped(
     assert d.cached(f"{PID}.halfway") is not None
     big.clock.set(at("halfway", 19) + dt.timedelta(seconds=2 * d.bounds.idle_s))
     assert d.cached(f"{PID}.halfway") is None  # idle for longer than BONUSD_DESK_IDLE_S
-    assert len(d._pools) == 0
+    assert len(d.pools) == 0
     book = await d.book(PID, "halfway")  # read again from its ledger when next needed
     assert [c.card for c in book.claims.values()] != []

@@ -40,7 +40,7 @@ def within_bounds(s: Site) -> None:
     d = s.desk
     assert len(d._books) <= d.bounds.books
     assert len(d._floors) <= d.bounds.floors
-    assert len(d._draws._pools) <= d.bounds.pools
+    assert len(d._draws.pools) <= d.bounds.pools
 
 
 def week_later(at: dt.datetime) -> dt.datetime:

@@ -113,7 +113,7 @@ async def test_absent_winner_is_reselected_from_the_same_stream(s: Site) -> None
     # a restarted daemon (no cache) rebuilds the same book from the ledger
     s.desk._books.clear()
     s.desk._floors.clear()
-    s.desk._draws._pools.clear()
+    s.desk._draws.pools.clear()
     again = await s.desk.book(PID, SID)
     assert [(c.card, c.state) for c in again.claims.values()] == [
         (c.card, c.state) for c in book.claims.values()

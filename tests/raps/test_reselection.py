@@ -48,7 +48,7 @@ def restart(s: Site) -> None:
     """A restarted daemon: no cached book, floor snapshot or pool."""
     s.desk._books.clear()
     s.desk._floors.clear()
-    s.desk._draws._pools.clear()
+    s.desk._draws.pools.clear()
 
 
 async def test_the_fourth_crew_reselection_is_refused_and_writes_nothing(s: Site) -> None:
