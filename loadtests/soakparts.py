@@ -209,17 +209,25 @@ class Kiosks:
 
 
 HEAP_LINE = re.compile(r'^bonusd_heap_bytes\{part="(\w+)"\} (\S+)$', re.M)
+DESK_LINE = re.compile(r'^bonusd_desk_cache_bytes\{cache="(\w+)",runner="[\w-]+"\} (\S+)$', re.M)
+MIRROR_LINE = re.compile(r"^bonusd_raps_floor_mirror_rows (\S+)$", re.M)
 
 
 def heap_mb(base: str) -> dict[str, float]:
     """The daemon's C heap from its /metrics (`bonusd_heap_bytes`: in use, free, mapped),
-    in MB; empty when it cannot be read (busy, or not glibc)."""
+    and what its desks' caches hold (`desk_books`, `desk_pools`, `desk_floors`: summed over
+    the runners, as they count it), in MB; with the RAPS floor mirror's cards
+    (`mirror_rows`, a count). Empty when it cannot be read (busy)."""
     try:
         text = httpx.get(f"{base}/metrics", timeout=10).text
     except httpx.HTTPError:
         return {}
     found = {part: float(value) for part, value in HEAP_LINE.findall(text)}
-    return {part: round(value / 2**20, 1) for part, value in found.items() if not math.isnan(value)}
+    for cache, value in DESK_LINE.findall(text):
+        found[f"desk_{cache}"] = found.get(f"desk_{cache}", 0.0) + float(value)
+    out = {part: round(value / 2**20, 1) for part, value in found.items() if not math.isnan(value)}
+    rows = MIRROR_LINE.search(text)
+    return out | ({"mirror_rows": float(rows.group(1))} if rows else {})
 
 
 TRACE_FRAMES = 25  # BONUSD_HEAP_TRACE_FRAMES for --trace-memory: deep enough to name the caller

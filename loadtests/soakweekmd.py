@@ -131,7 +131,12 @@ def _growth(fig: dict[str, Any]) -> list[str]:
 def _heap(figures: dict[str, float] | None) -> str:
     if not figures:
         return "(not read)"
-    return " / ".join(str(figures.get(part, "?")) for part in ("in_use", "free", "mapped"))
+    heap = " / ".join(str(figures.get(part, "?")) for part in ("in_use", "free", "mapped"))
+    desks = " / ".join(
+        str(figures.get(f"desk_{cache}", "?")) for cache in ("books", "pools", "floors")
+    )
+    mirror = figures.get("mirror_rows", "?")
+    return f"{heap} (desks' caches, books / pools / floors: {desks}; floor mirror: {mirror} cards)"
 
 
 def _rss_and_rate(res: dict[str, Any], fig: dict[str, Any]) -> list[str]:
