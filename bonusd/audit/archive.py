@@ -77,10 +77,9 @@ def jsonl_batches(
             lines.append(line)
             held += len(line)
             if len(lines) >= size or held >= budget:
-                yield _parsed(path, lines, first)
+                yield from _parsed(path, lines, first)
                 lines, held, first = [], 0, line_no + 1
-        if lines:
-            yield _parsed(path, lines, first)
+        yield from _parsed(path, lines, first)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -100,11 +99,15 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield line_no, line
 
 
-def _parsed(path: Path, lines: list[str], first: int) -> list[AuditRecord]:
+def _parsed(path: Path, lines: list[str], first: int) -> Iterator[list[AuditRecord]]:
+    """The records of `lines` (from line `first` of `path`) as one batch; none when they
+    are blank."""
     try:
-        return from_jsonl("".join(lines), first_line=first)
+        records = from_jsonl("".join(lines), first_line=first)
     except AuditFormatError as exc:
         raise AuditFormatError(f"{path}: {exc}") from None
+    if records:
+        yield records
 
 
 def site_archive(root: Path, prefix: str, site: str) -> Path:
@@ -220,7 +223,10 @@ def last_line(path: Path, block: int = TAIL_BLOCK) -> str:
             pieces = held.split(b"\n")
             # the first piece may be cut short unless the file's start was reached
             for piece in reversed(pieces if start == 0 else pieces[1:]):
-                line = piece.decode("utf-8")
+                try:
+                    line = piece.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise AuditFormatError(f"{path}: its last line is not UTF-8") from None
                 if line.strip():
                     return line
             held, block = pieces[0], block * 2  # only blank lines after it: read further back

@@ -200,6 +200,8 @@ class ChainWalk:
             return ChainCheck(index, expected_seq, why)
         if rec.prev_hash != self._prev:
             why = "prev_hash does not match the previous record's hash"
+            if self.count == 1:
+                why = "the first record does not start from the genesis hash"
             return ChainCheck(index, expected_seq, why)
         if record_hash(rec.body()) != rec.hash:
             why = "hash does not match the record's content (modified)"

@@ -231,9 +231,9 @@ class AuditStore:
             if not rows:
                 return  # trimmed meanwhile: what is left is past this pass
             held = sum(map(len, rows))
+            records = from_jsonl("\n".join(rows), first_line=start + 1)  # line n: seq n
             start += len(rows)
             step = max(1, min(size, budget * len(rows) // max(held, 1)))
-            records = from_jsonl("\n".join(rows))
             del rows
             yield records
 

@@ -110,8 +110,10 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
             raw = await self.redis.get(self.keys.poolfile(commitment))
             if raw is None:
                 raise DrawError(f"pool file {commitment[:12]}… is missing from Redis")
-            pool = self.pools[commitment] = parse_pool(cast(str, raw).encode())
-        return pool  # served even when too large to keep
+            pool = parse_pool(cast(str, raw).encode())
+            if pool.commitment == commitment:  # one that is not what its key names: never kept
+                self.pools[commitment] = pool
+        return pool  # served even when too large to keep (or not its key's: a replay refuses it)
 
     def remember_pool(self, pool: Pool) -> None:
         self.pools[pool.commitment] = pool
@@ -186,12 +188,8 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
         now = self.clock.now() if due is None else max(self.clock.now(), due)
         if now >= closes or await self.promotions.pool(promotion_id, draw_id) is not None:
             return
-        check_bin_closes(
-            subject_of(promotion_id, draw_id),
-            closes,
-            now,
-            "it cannot be closed, nor a round drawn, before then (the scheduler closes it)",
-        )
+        why = "it cannot be closed, nor a round drawn, before then (the scheduler closes it)"
+        check_bin_closes(subject_of(promotion_id, draw_id), closes, now, why)
 
     async def close_bin(
         self,

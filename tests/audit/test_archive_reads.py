@@ -128,3 +128,26 @@ def test_a_bad_line_is_named_by_its_file_and_line(
         list(jsonl_batches(files))
     check = AuditArchive(tmp_path).verify()
     assert not check.ok and f"line 4 is over {limit} bytes" in str(check)
+
+
+def test_blank_lines_at_a_batch_boundary_or_alone_are_no_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = _two_files(tmp_path)
+    with files[0].open("a") as fh:
+        fh.write("\n \n")  # blank lines after the file's last record
+    (tmp_path / "audit-2026-12.jsonl").write_text("\n\n")  # a newest file of blank lines
+    monkeypatch.setattr(archive_module, "BATCH", 4)  # the October file's 4 records: one batch
+    batches = list(AuditArchive(tmp_path).batches())
+    assert all(batches) and sum(map(len, batches)) == 11
+    check = AuditArchive(tmp_path).verify()
+    assert check.ok and (check.first_seq, check.last_seq, check.files) == (1, 11, 3), str(check)
+
+
+def test_an_archive_whose_seq_1_does_not_start_from_genesis_says_so(tmp_path: Path) -> None:
+    files = _two_files(tmp_path)
+    text = files[0].read_text(encoding="utf-8")
+    files[0].write_text(text.replace('"prev_hash":"' + "0" * 64, '"prev_hash":"' + "1" * 64, 1))
+    check = AuditArchive(tmp_path).verify()
+    assert check.check.broken_at == 1
+    assert "the first record does not start from the genesis hash" in str(check)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 import redis.asyncio as aioredis
 
 from bonusd.audit.chain import AuditRecord, Kind
 from bonusd.audit.store import AuditStore
+from bonusd.errors import AuditFormatError
 from bonusd.infra.keys import Keys
 
 START = dt.datetime(2026, 10, 3, 20, tzinfo=dt.UTC)
@@ -63,3 +65,13 @@ async def test_records_appended_during_a_pass_are_left_to_the_next(
                                payload={})  # fmt: skip
         seen += len(batch)
     assert seen == len(SIZES)
+
+
+async def test_a_bad_record_is_named_by_its_seq_whatever_the_batch(
+    aredis: aioredis.Redis, site: str
+) -> None:
+    store = await _trail(aredis, site)
+    await aredis.lset(Keys("bonusd", site).audit, 6, '{"seq": 7, "not": "a record"}')
+    for size in (2, 3, 500):
+        with pytest.raises(AuditFormatError, match="audit export line 7:"):
+            _ = [batch async for batch in store.batches(size=size)]

@@ -33,6 +33,22 @@ async def test_every_runner_of_the_daemon_reads_the_same_pool_file_object(
         assert await hub_draws.pool_file(pool.commitment) is first
 
 
+async def test_a_pool_file_that_is_not_its_keys_is_served_but_never_kept(
+    settings: Settings, aredis: aioredis.Redis
+) -> None:
+    keys = Keys(settings.key_prefix, settings.site)
+    pool = Pool.freeze("festa.draw-1", "main", {"C00001": 2, "C00002": 1})
+    swapped = Pool.freeze("festa.draw-1", "main", {"C00001": 1, "C00003": 5})
+    await aredis.set(keys.poolfile(pool.commitment), swapped.serialise().decode())
+    async with Service(settings) as service:
+        served = await service.draws.pool_file(pool.commitment)  # a replay refuses it
+        assert served.commitment == swapped.commitment
+        assert pool.commitment not in service.draws.pools
+        await aredis.set(keys.poolfile(pool.commitment), pool.serialise().decode())  # put back
+        for runner in (service.draws, service.jackpots._draws):  # no runner holds the swap
+            assert (await runner.pool_file(pool.commitment)).commitment == pool.commitment
+
+
 def _gauges(text: str, name: str) -> dict[str, float]:
     return {
         line.split("{", 1)[1].split("}", 1)[0]: float(line.rsplit(" ", 1)[1])
