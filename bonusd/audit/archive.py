@@ -211,7 +211,7 @@ class AuditArchive:
 def last_line(path: Path, block: int = TAIL_BLOCK) -> str:
     """The file's last line that is not blank ("" when it has none), read backwards from
     its end a block at a time (each twice the last), so only that line and what follows
-    it are held, however long the file."""
+    it are held, however long the file; one over `MAX_LINE_BYTES` is refused."""
     with path.open("rb") as fh:
         start = fh.seek(0, os.SEEK_END)
         held = b""
@@ -230,4 +230,6 @@ def last_line(path: Path, block: int = TAIL_BLOCK) -> str:
                 if line.strip():
                     return line
             held, block = pieces[0], block * 2  # only blank lines after it: read further back
+            if len(held) > MAX_LINE_BYTES:
+                raise AuditFormatError(f"{path}: its last line is over {MAX_LINE_BYTES} bytes")
     return ""
