@@ -1,7 +1,8 @@
 """The daily audit digest's read of the trail: what Python allocates and how long it takes
-to take one gaming day's digest of a long trail, read 500 records at a time
-(`bonusd.audit.anchor.trail_digests`, what the leader and `GET /audit/digest` do) beside
-the same digest of the trail read whole (`AuditStore.records`, as before).
+to take one gaming day's digest of a long trail, read in batches of at most 500 records
+and about 1 MiB of JSON (`bonusd.audit.anchor.trail_digests`, what the leader and
+`GET /audit/digest` do) beside the same digest of the trail read whole
+(`AuditStore.records`, as before).
 
     .venv/bin/python loadtests/bench_anchor.py [--records 20000] [--passed-over 300]
 
@@ -92,7 +93,7 @@ async def main(args: argparse.Namespace) -> None:
             raise SystemExit("the two ways gave different digests")
         print(f"digest of {day}: {results['whole'][0].chain}")
         for name, (_, took, peak) in results.items():
-            how = f"{BATCH} records at a time" if name == "batches" else "the trail whole"
+            how = f"batches (≤{BATCH}, ~1 MiB)" if name == "batches" else "the trail whole"
             print(f"  {how:>24}: {took:6.2f} s, Python's allocations peak {peak:7.1f} MB")
         ratio = results["whole"][2] / results["batches"][2]
         print(f"  peak, whole / batches: {ratio:.1f}x")

@@ -44,6 +44,7 @@ from bonusd.infra.keys import Keys
 logger = logging.getLogger(__name__)
 BATCH = 500  # trail records read at a time by a whole-trail pass (`batches`)
 BATCH_BYTES = 1 << 20  # and about this much of their JSON at most, once records run large
+FIRST_BATCH = 32  # records in a pass's first batch, before their size is known
 
 
 class StaleLedger(BonusdError):
@@ -219,12 +220,12 @@ class AuditStore:
     ) -> AsyncIterator[list[AuditRecord]]:
         """The trail's records in order, as far as it reached when the first batch was
         read: a long trail read without holding all of it. At most `size` (`BATCH`) at a
-        time, and after the first only as many as would fit in `budget` bytes of JSON at
-        the size of the batch before (at least one): a few records (a redraw's tickets
-        passed over) can hold most of a night's bytes."""
+        time: first `FIRST_BATCH`, then as many as would fit in `budget` bytes of JSON at
+        the size of the batch before (at least one), since a few records (a redraw's
+        tickets passed over) can hold most of a night's bytes."""
         size = size or BATCH
         length = await self._redis.llen(self._list)
-        start, step = 0, size
+        start, step = 0, min(size, FIRST_BATCH)  # then as many as fit at the sizes seen
         while start < length:
             end = min(start + step, length) - 1
             rows = cast(list[str], await self._redis.lrange(self._list, start, end))
