@@ -53,16 +53,23 @@ async def write_day(r: aioredis.Redis, site: str, count: int) -> None:
     await put_trail(r, Keys("bonusd", site).audit, trail(instants))
 
 
+async def signed_day(aredis: aioredis.Redis, site: str, redis_url: str, folder: Path) -> Path:
+    """Six records through 3 Oct 2026 and that day's digest, printed and kept as the
+    compliance officer signs it (its file in `folder`)."""
+    await write_day(aredis, site, 6)
+    printed = await bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03")
+    assert printed.returncode == 0, printed.stderr
+    signed = folder / "digest-2026-10-03.txt"
+    signed.write_text(printed.stdout, encoding="utf-8")
+    return signed
+
+
 @pytest.mark.usefixtures("trail_batch")
 async def test_a_rehashed_chain_passes_verify_but_fails_check_digest(
     aredis: aioredis.Redis, site: str, redis_url: str, tmp_path: Path
 ) -> None:
-    await write_day(aredis, site, 6)
-    printed = await bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03")
-    assert printed.returncode == 0, printed.stderr
-    signed = tmp_path / "digest-2026-10-03.txt"
-    signed.write_text(printed.stdout, encoding="utf-8")
-    digest = read_digest(printed.stdout)
+    signed = await signed_day(aredis, site, redis_url, tmp_path)
+    digest = read_digest(signed.read_text(encoding="utf-8"))
     assert (digest.site, digest.day, digest.last_seq, digest.records) == (site, DAY, 6, 6)
     before = tmp_path / "before.jsonl"
     assert (await bonusd(site, redis_url, "audit", "export", str(before))).returncode == 0
@@ -103,10 +110,7 @@ async def test_a_rehashed_chain_passes_verify_but_fails_check_digest(
 async def test_check_digest_against_an_archive_read_a_batch_at_a_time(
     aredis: aioredis.Redis, site: str, redis_url: str, tmp_path: Path
 ) -> None:
-    await write_day(aredis, site, 6)
-    printed = await bonusd(site, redis_url, "audit", "digest", "--day", "2026-10-03")
-    signed = tmp_path / "digest.txt"
-    signed.write_text(printed.stdout, encoding="utf-8")
+    signed = await signed_day(aredis, site, redis_url, tmp_path)
     records = from_jsonl("\n".join(await aredis.lrange(Keys("bonusd", site).audit, 0, -1)))
     kept, forged, late = (tmp_path / name for name in ("kept", "forged", "late"))
     archive.AuditArchive(kept).append(records)
