@@ -16,13 +16,14 @@ from rich.table import Table
 
 from bonusd.access.auth import IssuedToken, Role, TokenStore
 from bonusd.audit.archive import AuditArchive
-from bonusd.audit.chain import ChainCheck, to_jsonl
+from bonusd.audit.chain import ChainCheck
 from bonusd.audit.store import AuditStore
 from bonusd.cli.anchor import add_anchor_commands
 from bonusd.cli.backup import add_backup_commands
 from bonusd.cli.clock import add_clock_commands, settings_clock
 from bonusd.cli.doctor import add_doctor_command
-from bonusd.cli.draws import add_draw_commands, live, live_floors, write_pools
+from bonusd.cli.draws import add_draw_commands
+from bonusd.cli.export import export_trail, written_whole
 from bonusd.cli.floor import add_floor_commands, check_with_progress, import_with_progress
 from bonusd.cli.pins import add_pin_commands
 from bonusd.cli.rehearse import add_rehearse_command
@@ -328,20 +329,21 @@ def audit_export(
         typer.Option(file_okay=False, help="Also write every archived pool file here."),
     ] = None,
 ) -> None:
-    """Write the site's audit trail as JSON Lines, one canonical record a line."""
+    """Write the site's audit trail as JSON Lines, one canonical record a line (read and
+    written a batch at a time; `--pools`: each pool file and RAPS floor snapshot too)."""
     settings = _settings()
-    records, pool_files, bad = asyncio.run(live(settings))
-    for line in bad:  # kept in Redis as it is; the auditor's verify-draw reports its round
-        typer.echo(safe(f"WARNING: not exported, unreadable: {line}"), err=True)
     if str(file) == "-":  # exact bytes into a pipe; on a terminal, its escapes made visible
-        text = to_jsonl(records)
-        typer.echo(safe_lines(text) if sys.stdout.isatty() else text, nl=False)
-        return
-    file.write_text(to_jsonl(records), encoding="utf-8")
-    typer.echo(f"wrote {len(records)} audit record(s) of site {settings.site} to {file}")
+        tty = sys.stdout.isatty()
+        echo = lambda text: typer.echo(safe_lines(text) if tty else text, nl=False)  # noqa: E731
+        done = asyncio.run(export_trail(settings, echo, pools))
+    else:
+        with written_whole(file) as out:
+            done = asyncio.run(export_trail(settings, out.write, pools))
+        typer.echo(f"wrote {done.records} audit record(s) of site {settings.site} to {file}")
+    for line in done.unreadable:  # kept in Redis as it is; verify-draw reports its round
+        typer.echo(safe(f"WARNING: not exported, unreadable: {line}"), err=True)
     if pools is not None:
-        floors = asyncio.run(live_floors(settings, records))  # RAPS floor snapshots
-        typer.echo(f"wrote {write_pools(pool_files, pools, floors)} pool file(s) to {pools}")
+        typer.echo(f"wrote {len(done.files)} pool file(s) to {pools}", err=str(file) == "-")
 
 
 add_draw_commands(app, _settings)
