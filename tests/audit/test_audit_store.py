@@ -103,9 +103,7 @@ async def test_export_writes_a_batch_at_a_time_and_never_a_half_file(
     )
     assert ran.returncode == 0, ran.stderr
     assert [rec.seq for rec in from_jsonl(out.read_text())] == list(range(1, 7))
-    assert sorted(os.listdir(folder)) == sorted(
-        f"{p.commitment}.pool" for p in pools[:2]
-    )
+    assert sorted(os.listdir(folder)) == sorted(f"{p.commitment}.pool" for p in pools[:2])
     assert "wrote 2 pool file(s)" in ran.stdout
     assert f"not exported, unreadable: pool file {keys.poolfile(pools[2].commitment)}" in ran.stderr
     piped = await asyncio.to_thread(run_main, env, "audit", "export", "-")
