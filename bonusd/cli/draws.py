@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 import typer
+from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Kind, from_jsonl, verify_chain
 from bonusd.audit.store import AuditStore
@@ -61,22 +62,27 @@ async def live_floors(settings: Settings, records: list[AuditRecord]) -> Floors:
     try:
         out: Floors = {}
         for rec in _floor_records(records):
-            payload = rec.payload
-            raw = await archived_floor(redis, keys, payload["draw_id"], payload["round"])
-            if raw is not None:
-                out[floor_name(payload)] = raw[0]
-            if raw is not None and raw[1] is not None:
-                out[floor_name(payload) + BASE] = raw[1]
+            out |= await floor_files(redis, keys, rec.payload)
         return out
     finally:
         await redis.aclose()
+
+
+async def floor_files(redis: Redis, keys: Keys, payload: Mapping[str, Any]) -> Floors:
+    """The archived floor snapshot a RAPS POOL record's `payload` names, and the base it
+    was archived against, by the names an export gives them (none when missing)."""
+    raw = await archived_floor(redis, keys, payload["draw_id"], payload["round"])
+    if raw is None:
+        return {}
+    name = floor_name(payload)
+    return {name: raw[0]} | ({} if raw[1] is None else {name + BASE: raw[1]})
 
 
 Loaded = tuple[list[AuditRecord], dict[str, Pool], list[str]]
 """The audit records, the pool files read, and one line per pool file that could not be."""
 
 
-def _read_pool(raw: bytes, where: str, pools: dict[str, Pool], bad: list[str]) -> None:
+def read_pool(raw: bytes, where: str, pools: dict[str, Pool], bad: list[str]) -> None:
     """Add the pool file `raw` to `pools`, or say where it is and what is wrong in `bad`:
     one bad file never stops the others being read."""
     try:
@@ -100,7 +106,7 @@ async def live(settings: Settings) -> Loaded:
                 name = keys.poolfile(rec.payload["pool_commitment"])
                 raw = await redis.get(name)
                 if raw is not None:
-                    _read_pool(cast(str, raw).encode(), f"pool file {name}", pools, bad)
+                    read_pool(cast(str, raw).encode(), f"pool file {name}", pools, bad)
         return records, pools, bad
     finally:
         await redis.aclose()
@@ -120,7 +126,7 @@ def offline(export: Path, pools_dir: Path | None) -> Loaded:
     bad: list[str] = []
     if pools_dir is not None:
         for path in sorted(pools_dir.glob(f"*{POOL_SUFFIX}")):
-            _read_pool(path.read_bytes(), f"pool file {path}", pools, bad)
+            read_pool(path.read_bytes(), f"pool file {path}", pools, bad)
     return records, pools, bad
 
 

@@ -1,30 +1,25 @@
 """`bonusd audit export`: the site's audit trail as JSON Lines, and with `--pools` every
 archived pool file and RAPS floor snapshot its POOL records name, each written as the
 trail is read a batch at a time (`AuditStore.batches`), so a season's trail and its pool
-files are never held in memory together. A file is written under a temporary name and
-renamed once whole: a failed export leaves no half file under the name asked for.
+files are never held in memory together. The trail's file is written whole or not at all
+(`bonusd.infra.wholefile`): a failed export leaves no half file under the name asked for.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, cast
+from typing import cast
 
 from redis.asyncio import Redis
 
 from bonusd.audit.chain import AuditRecord, Kind, to_jsonl
 from bonusd.audit.store import AuditStore
-from bonusd.cli.draws import BASE, FLOOR_SUFFIX, POOL_SUFFIX, floor_name
-from bonusd.draws.poolfile import parse_pool
-from bonusd.errors import AuditFormatError
+from bonusd.cli.draws import FLOOR_SUFFIX, POOL_SUFFIX, floor_files, read_pool
+from bonusd.draws.fairness import Pool
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import redis_client
-from bonusd.raps.floorarchive import archived_floor
 from bonusd.settings import Settings
 
 
@@ -36,22 +31,6 @@ class Exported:
     records: int = 0
     files: set[str] = field(default_factory=set)
     unreadable: list[str] = field(default_factory=list)
-
-
-@contextmanager
-def written_whole(path: Path, mode: str = "w") -> Iterator[IO[str]]:
-    """A text file opened under a temporary name beside `path`, renamed to `path` once
-    the block ends without an error (flushed to disk first); removed otherwise."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode, encoding="utf-8", newline="") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 async def export_trail(
@@ -81,20 +60,14 @@ async def _export_pool(
     and, for a RAPS jackpot's, its floor snapshot and that snapshot's base."""
     name = keys.poolfile(rec.payload["pool_commitment"])
     raw = await redis.get(name)
+    read: dict[str, Pool] = {}
     if raw is not None:
-        try:
-            pool = parse_pool(cast(str, raw).encode())
-        except AuditFormatError as exc:
-            done.unreadable.append(f"pool file {name}: {exc}")
-        else:
-            _write(folder, f"{pool.commitment}{POOL_SUFFIX}", pool.serialise(), done)
-    if "floor_sha256" not in rec.payload:
-        return
-    floor = await archived_floor(redis, keys, rec.payload["draw_id"], rec.payload["round"])
-    if floor is not None:
-        _write(folder, f"{floor_name(rec.payload)}{FLOOR_SUFFIX}", floor[0], done)
-        if floor[1] is not None:
-            _write(folder, f"{floor_name(rec.payload)}{BASE}{FLOOR_SUFFIX}", floor[1], done)
+        read_pool(cast(str, raw).encode(), f"pool file {name}", read, done.unreadable)
+    for commitment, pool in read.items():
+        _write(folder, f"{commitment}{POOL_SUFFIX}", pool.serialise(), done)
+    if "floor_sha256" in rec.payload:
+        for floor, data in (await floor_files(redis, keys, rec.payload)).items():
+            _write(folder, f"{floor}{FLOOR_SUFFIX}", data, done)
 
 
 def _write(folder: Path, name: str, data: bytes, done: Exported) -> None:

@@ -23,7 +23,7 @@ from bonusd.cli.backup import add_backup_commands
 from bonusd.cli.clock import add_clock_commands, settings_clock
 from bonusd.cli.doctor import add_doctor_command
 from bonusd.cli.draws import add_draw_commands
-from bonusd.cli.export import export_trail, written_whole
+from bonusd.cli.export import export_trail
 from bonusd.cli.floor import add_floor_commands, check_with_progress, import_with_progress
 from bonusd.cli.pins import add_pin_commands
 from bonusd.cli.rehearse import add_rehearse_command
@@ -41,6 +41,7 @@ from bonusd.infra.logformat import configure_logging
 from bonusd.infra.redischeck import redis_ready
 from bonusd.infra.redisclient import redis_client
 from bonusd.infra.sdnotify import SystemdNotifier
+from bonusd.infra.wholefile import written_whole
 from bonusd.promotions.cli import app as promotions_app
 from bonusd.registry.records import Device, Member
 from bonusd.settings import Settings, load_settings

@@ -25,12 +25,12 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bonusd.errors import BonusdError, ConfigError
+from bonusd.infra.wholefile import written_whole
 from bonusd.registry.files import read_file
 from bonusd.registry.records import Device
 
@@ -124,15 +124,9 @@ def read_credentials(path: Path) -> dict[str, Account]:
 
 def _private(path: Path, text: str) -> None:
     """Write `text` to `path`, readable by its owner only, replacing it atomically."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with written_whole(path) as out:
+        out.write(text)
+        os.fchmod(out.fileno(), 0o600)
 
 
 def mosquitto_passwd() -> str:
