@@ -20,8 +20,6 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-import numpy as np
-
 from bonusd.audit.chain import AuditRecord, Entry, Json, Kind, utc_text
 from bonusd.draws import evidence
 from bonusd.draws.book import SCHEDULER, LedgerError, PoolFiles, actor_text, parse_actor, parse_time
@@ -153,7 +151,8 @@ class RapsBook:
             raise RapsError(f"jackpot {st.jackpot_id}: commit its seed before the pool")
         attempt = st.attempt + 1
         verdict = verdict or judge(floor, self.plan.rules)
-        if verdict.eligible != pool.cards or pool.round_no != attempt:
+        same = verdict.eligible is pool.cards or verdict.eligible == pool.cards
+        if not same or pool.round_no != attempt:
             raise RapsError(
                 f"jackpot {st.jackpot_id}: the pool file of attempt {attempt} is not the eligible "
                 "players of its archived floor snapshot; restore both from the backup"
@@ -326,8 +325,7 @@ class RapsBook:
         if floor.at_ms != instant_ms(at):
             raise RapsError(f"jackpot {st.jackpot_id}: the floor snapshot is not of {utc_text(at)}")
         verdict = judge(floor, self.plan.rules)
-        one_each = np.ones(len(verdict.eligible), dtype=np.int64)  # cards sorted already
-        pool = Pool(st.jackpot_id, RAPS_TOMBOLA, st.attempt + 1, verdict.eligible, one_each)
+        pool = verdict.pool(st.jackpot_id, st.attempt + 1)  # (cards sorted already)
         out = [self._entry(Kind.POOL, self._pool(number, pool, floor, verdict), actor, at)]
         if pool.members == 0:
             out.append(self._entry(Kind.EXCEPTION, self._empty(number, at), actor, at))

@@ -83,4 +83,4 @@ class FloorColumns:
         ok = np.ones(self.rows, dtype=np.bool_)
         for mask in failed.values():
             ok &= ~mask
-        return tuple(self.sorted_cards[ok[self.order]].tolist()), failed
+        return tuple(self.sorted_cards[ok[self.order]]), failed  # (one pass over the cards)

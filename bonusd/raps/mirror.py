@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from redis.asyncio import Redis
 
+from bonusd.draws.fairness import check_cards
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import REDIS_ERRORS
 from bonusd.raps.columns import Codes, FloorColumns, Objects
@@ -84,6 +85,12 @@ def _checked_rows(cards: Sequence[str], rows: Sequence[str]) -> FieldTable:
         raise SnapshotError(f"floor-row has a last play or spend that is not digits; {REBUILD}")
     if not all(r.startswith(c + "\t") for c, r in zip(cards, rows, strict=True)):
         raise SnapshotError(f"floor-row has a line of another card than its own; {REBUILD}")
+    try:
+        check_cards(cards)  # what a pick's pool vouches for (`Pool(..., ordered=True)`)
+    except ValueError:
+        raise SnapshotError(
+            f"floor-row has a card that is empty or holds a space, ':' or '='; {REBUILD}"
+        ) from None
     return table
 
 

@@ -32,25 +32,15 @@ from bonusd.audit.chain import Json, canonical_json, utc_text
 from bonusd.draws.fairness import Pool
 from bonusd.draws.verify import Mismatch
 from bonusd.raps.floordelta import DeltaError, FloorDelta, apply_delta, is_delta, parse_delta
-from bonusd.raps.rules import FloorPlayer, IneligibleReason, PlayKind, RapsRules
+from bonusd.raps.rules import RAPS_TOMBOLA, FloorPlayer, IneligibleReason, PlayKind, RapsRules
 from bonusd.raps.table import Bools, FieldError, FieldTable, Ints
 
 if TYPE_CHECKING:
     from bonusd.raps.columns import FloorColumns
 
 MAGIC = "bonusd-raps-floor 1"
-COLUMNS = (
-    "card",
-    "kind",
-    "area",
-    "device",
-    "seat",
-    "bank",
-    "last_play_ms",
-    "spend_cents",
-    "tier",
-    "excluded",
-)
+COLUMNS: tuple[str, ...] = ("card", "kind", "area", "device", "seat", "bank", "last_play_ms")
+COLUMNS += ("spend_cents", "tier", "excluded")
 WIDTH = len(COLUMNS)
 PLACE = ("card", "device", "area", "bank", "seat")
 CARD, KIND, AREA, DEVICE, SEAT, BANK, LAST, SPEND, TIER, EXCLUDED = range(WIDTH)
@@ -298,6 +288,12 @@ class Judgement:
     at_ms: int
     eligible: tuple[str, ...]  # cards, in code-point order
     failed: dict[IneligibleReason, Bools]  # reason -> the rows it applies to
+    ordered: bool = False  # taken from checked, sorted columns (`Pool(..., ordered=True)`)
+
+    def pool(self, draw_id: str, round_no: int) -> Pool:
+        """The eligible cards as round `round_no`'s RAPS pool, one entry each."""
+        ones = np.ones(len(self.eligible), dtype=np.int64)
+        return Pool(draw_id, RAPS_TOMBOLA, round_no, self.eligible, ones, ordered=self.ordered)
 
     @cached_property
     def _left_out(self) -> Bools:
@@ -376,7 +372,7 @@ def judge(
     """Split the snapshot into the eligible pool and the rest, at the snapshot's instant."""
     if snapshot.checked is not None:
         eligible, failed = snapshot.checked.judge(snapshot.at_ms, rules, previous_winners)
-        return Judgement(snapshot, snapshot.at_ms, eligible, failed)
+        return Judgement(snapshot, snapshot.at_ms, eligible, failed, ordered=True)
     table = snapshot.table
     last, spend = table.integers(LAST), table.integers(SPEND)
     assert last is not None  # checked by `table`

@@ -280,6 +280,19 @@ def test_pool_cards_must_rise_strictly_in_code_point_order() -> None:
     assert Pool("d", "t", 1, ("B", "a"), one.copy()).cards == ("B", "a")
 
 
+def test_an_ordered_pool_skips_only_the_card_checks_its_caller_vouches_for() -> None:
+    """`ordered=True` (a RAPS pick's cards, from the floor mirror's checked, sorted columns)
+    skips the order and card checks and nothing else."""
+    one = np.ones(2, dtype=np.int64)
+    assert Pool("d", "t", 1, ("B", "A"), one.copy(), ordered=True).cards == ("B", "A")
+    with pytest.raises(ValueError, match="one ticket count"):
+        Pool("d", "t", 1, ("A",), one.copy(), ordered=True)
+    with pytest.raises(ValueError, match="draw id and tombola"):
+        Pool("d:1", "t", 1, ("A", "B"), one.copy(), ordered=True)
+    with pytest.raises(ValueError, match="unique and in code-point order"):
+        Pool("d", "t", 1, ("B", "A"), one.copy())  # the default checks them
+
+
 @given(st.lists(st.text(st.sampled_from("AaB\x00é€"), min_size=1, max_size=3), max_size=6))
 def test_pool_order_check_is_sorted_and_unique(cards: list[str]) -> None:
     expected = cards == sorted(cards) and len(set(cards)) == len(cards)

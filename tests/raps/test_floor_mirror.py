@@ -11,11 +11,13 @@ import logging
 from dataclasses import replace
 from typing import cast
 
+import numpy as np
 import pytest
 import redis.asyncio as aioredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bonusd.draws.fairness import Pool
 from bonusd.floor.store import FloorStore
 from bonusd.infra.keys import Keys
 from bonusd.raps.mirror import FloorMirror
@@ -46,6 +48,9 @@ def same_judgement(snap: FloorSnapshot, rules: RapsRules, won: frozenset[str]) -
     assert fast.reasons() == slow.reasons()
     assert fast.others == slow.others
     assert fast.ineligible == slow.ineligible
+    assert fast.ordered and not slow.ordered
+    whole = Pool("p.j1", "raps", 1, fast.eligible, np.ones(len(fast.eligible), dtype=np.int64))
+    assert whole.serialise() == fast.pool("p.j1", 1).serialise()  # what `ordered` vouches for
 
 
 BASE = [
@@ -251,6 +256,24 @@ async def test_a_damaged_line_fails_the_sync_until_the_index_is_rebuilt(
     assert mirror.seq is None  # nothing kept of a floor that may be wrong
     assert await st_.reindex_floor(dt.date.fromisoformat(NEXT)) == 1
     await current(mirror, r, keys)
+
+
+@pytest.mark.parametrize("card", ["C:1", "C=1", "C 1"])
+async def test_a_card_no_pool_file_can_hold_fails_the_sync(
+    aredis: aioredis.Redis, site: str, card: str
+) -> None:
+    """A pick's pool takes the mirror's cards without checking them again (`Pool(...,
+    ordered=True)`), so the mirror refuses a card a pool file cannot hold as it arrives."""
+    r, (keys, st_, mirror) = aredis, parts(aredis, site)
+    await st_.apply_batch([event(1, "game", "C1", "EGM-1", AT_MS - 60_000, day=NEXT)], [])
+    await current(mirror, r, keys)
+    good = cast(str, await r.hget(keys.floor_row, "C1"))
+    seq = await r.incr(keys.base + "floor-row-seq")
+    await r.hset(keys.floor_row, card, card + good.removeprefix("C1"))
+    await r.zadd(keys.base + "floor-row-log", {card: seq})
+    with pytest.raises(SnapshotError, match=r"holds a space, ':' or '='.*floor reindex"):
+        await mirror.sync()
+    assert mirror.seq is None
 
 
 async def test_the_log_keeps_each_card_once_and_drops_what_is_too_old(
