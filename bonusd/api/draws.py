@@ -256,8 +256,9 @@ async def report(
     """The draw report: commitments, picks in draw order with call time and claim
     outcome, exceptions and overrides."""
     ctx.draws.plan(promotion, draw)
-    records = await ctx.audit.records()
-    return PlainTextResponse(draw_report(records, subject_of(promotion, draw)).render())
+    subject = subject_of(promotion, draw)
+    picked = await ctx.audit.draw(subject)  # a batch at a time: the trail is months long
+    return PlainTextResponse(draw_report(picked.of(subject), subject, picked.walk.check).render())
 
 
 @router.get(f"{BASE}/verify", dependencies=[require(Role.DESK)])

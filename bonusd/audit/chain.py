@@ -224,6 +224,40 @@ def verify_chain(records: Iterable[AuditRecord]) -> ChainCheck:
     return walk.check
 
 
+class Picked:
+    """The records of one draw (or RAPS jackpot) picked out of a whole trail given a batch
+    at a time (`add`), its chain checked on the way, so a draw's check or report never
+    holds the months of trail around it. Kept: every record whose `draw_id` is `ref`, or
+    ends in `.ref` when `suffix` (a short id, resolved once the trail is read), and every
+    rule change (promotion-wide, in every draw's report); `ids` is every draw id seen."""
+
+    def __init__(self, ref: str, *, suffix: bool = False) -> None:
+        self.ref, self._tail = ref, f".{ref}" if suffix else None
+        self.walk = ChainWalk()
+        self.ids: set[str] = set()
+        self.kept: list[AuditRecord] = []
+
+    def add(self, batch: Sequence[AuditRecord]) -> None:
+        self.walk.add(batch)
+        for rec in batch:
+            draw = rec.payload.get("draw_id")
+            if draw is not None:
+                self.ids.add(draw := str(draw))
+                if draw == self.ref or (self._tail is not None and draw.endswith(self._tail)):
+                    self.kept.append(rec)
+                    continue
+            if rec.kind == Kind.RULE_CHANGE:
+                self.kept.append(rec)
+
+    def of(self, draw_id: str) -> list[AuditRecord]:
+        """The records kept of `draw_id` (one of `ids`), with the rule changes."""
+        return [
+            r
+            for r in self.kept
+            if r.kind == Kind.RULE_CHANGE or r.payload.get("draw_id") == draw_id
+        ]
+
+
 def to_jsonl(records: Sequence[AuditRecord]) -> str:
     return "".join(rec.to_json() + "\n" for rec in records)
 

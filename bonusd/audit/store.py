@@ -33,6 +33,7 @@ from bonusd.audit.chain import (
     Entry,
     Json,
     Kind,
+    Picked,
     from_jsonl,
     next_record,
     utc_text,
@@ -237,6 +238,14 @@ class AuditStore:
             step = max(1, min(size, budget * len(rows) // max(held, 1)))
             del rows
             yield records
+
+    async def draw(self, ref: str, *, suffix: bool = False) -> Picked:
+        """One draw's records and the whole chain's check (`Picked`), read a batch at a
+        time."""
+        picked = Picked(ref, suffix=suffix)
+        async for batch in self.batches():
+            picked.add(batch)
+        return picked
 
     async def of_kind(self, kind: Kind) -> list[AuditRecord]:
         return [r async for batch in self.batches() for r in batch if r.kind == kind.value]

@@ -12,14 +12,16 @@ promotion file: `--promotion`, or the daemon's promotions folder when live).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
 from redis.asyncio import Redis
 
-from bonusd.audit.chain import AuditRecord, Kind, from_jsonl, verify_chain
+from bonusd.audit.archive import jsonl_batches
+from bonusd.audit.chain import AuditRecord, Kind, Picked
 from bonusd.audit.store import AuditStore
 from bonusd.cli.text import safe, safe_lines
 from bonusd.draws.evidence import draw_report, evidence
@@ -37,6 +39,7 @@ from bonusd.settings import Settings
 POOL_SUFFIX = ".pool"
 FLOOR_SUFFIX = ".floor"
 BASE = ".base"  # `{jackpot id}.{attempt}.base.floor`: the base a difference names
+HEADER_BYTES = 4096  # a pool file's header line is read this far to learn its draw
 Floors = dict[str, bytes]  # "{jackpot id}.{attempt}" -> the archived floor snapshot file
 
 
@@ -78,8 +81,19 @@ async def floor_files(redis: Redis, keys: Keys, payload: Mapping[str, Any]) -> F
     return {name: raw[0]} | ({} if raw[1] is None else {name + BASE: raw[1]})
 
 
-Loaded = tuple[list[AuditRecord], dict[str, Pool], list[str]]
-"""The audit records, the pool files read, and one line per pool file that could not be."""
+@dataclass
+class Loaded:
+    """One draw's part of the trail (`Picked`: its records, the whole chain's check), its
+    pool files read, and one line per pool file that could not be."""
+
+    draw_id: str
+    picked: Picked
+    pools: dict[str, Pool] = field(default_factory=dict)
+    bad: list[str] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[AuditRecord]:
+        return self.picked.of(self.draw_id)
 
 
 def read_pool(raw: bytes, where: str, pools: dict[str, Pool], bad: list[str]) -> None:
@@ -93,41 +107,55 @@ def read_pool(raw: bytes, where: str, pools: dict[str, Pool], bad: list[str]) ->
     pools[pool.commitment] = pool
 
 
-async def live(settings: Settings) -> Loaded:
-    """The site's audit records and every archived pool file they name."""
+async def live(settings: Settings, ref: str) -> Loaded:
+    """The draw `ref` names (`subject`) out of the site's trail, read a batch at a time,
+    and the archived pool files its records name."""
     redis = redis_client(settings)
     keys = Keys(settings.key_prefix, settings.site)
     try:
-        records = await AuditStore(redis, keys).records()
-        pools: dict[str, Pool] = {}
-        bad: list[str] = []
-        for rec in records:
+        picked = await AuditStore(redis, keys).draw(ref, suffix=True)
+        got = Loaded(subject(picked.ids, ref), picked)
+        for rec in got.records:
             if rec.kind == Kind.POOL:
                 name = keys.poolfile(rec.payload["pool_commitment"])
                 raw = await redis.get(name)
                 if raw is not None:
-                    read_pool(cast(str, raw).encode(), f"pool file {name}", pools, bad)
-        return records, pools, bad
+                    read_pool(cast(str, raw).encode(), f"pool file {name}", got.pools, got.bad)
+        return got
     finally:
         await redis.aclose()
 
 
-def offline_floors(pools_dir: Path | None) -> Floors:
+def offline_floors(pools_dir: Path | None, draw_id: str | None = None) -> Floors:
+    """The exported floor snapshots in `pools_dir` (of jackpot `draw_id` only, if given)."""
     if pools_dir is None:
         return {}
-    return {
-        p.name[: -len(FLOOR_SUFFIX)]: p.read_bytes() for p in pools_dir.glob(f"*{FLOOR_SUFFIX}")
-    }
+    found = {p.name[: -len(FLOOR_SUFFIX)]: p for p in pools_dir.glob(f"*{FLOOR_SUFFIX}")}
+    prefix = "" if draw_id is None else f"{draw_id}."
+    return {name: path.read_bytes() for name, path in found.items() if name.startswith(prefix)}
 
 
-def offline(export: Path, pools_dir: Path | None) -> Loaded:
-    records = from_jsonl(export.read_text(encoding="utf-8"))
-    pools: dict[str, Pool] = {}
-    bad: list[str] = []
-    if pools_dir is not None:
-        for path in sorted(pools_dir.glob(f"*{POOL_SUFFIX}")):
-            read_pool(path.read_bytes(), f"pool file {path}", pools, bad)
-    return records, pools, bad
+def _pool_draw(path: Path) -> str | None:
+    """The draw id a pool file's header line names, or None when it does not parse."""
+    with path.open("rb") as file:
+        head = file.readline(HEADER_BYTES).decode("utf-8", "replace").split()
+    draws = [word.removeprefix("draw=") for word in head[1:] if word.startswith("draw=")]
+    return draws[0] if len(draws) == 1 else None
+
+
+def offline(export: Path, pools_dir: Path | None, ref: str) -> Loaded:
+    """The draw `ref` names out of an export, read a batch at a time, and the exported
+    pool files of that draw: those named by its pool records' commitments, and those whose
+    header names it (one whose header does not parse is read too, to say why)."""
+    picked = Picked(ref, suffix=True)
+    for batch in jsonl_batches([export]):
+        picked.add(batch)
+    got = Loaded(subject(picked.ids, ref), picked)
+    named = {r.payload["pool_commitment"] for r in got.records if r.kind == Kind.POOL}
+    for path in sorted(pools_dir.glob(f"*{POOL_SUFFIX}")) if pools_dir else []:
+        if path.name[: -len(POOL_SUFFIX)] in named or _pool_draw(path) in (got.draw_id, None):
+            read_pool(path.read_bytes(), f"pool file {path}", got.pools, got.bad)
+    return got
 
 
 def write_pools(pools: dict[str, Pool], folder: Path, floors: Floors | None = None) -> int:
@@ -186,9 +214,8 @@ def unrecorded(records: list[AuditRecord], draw_id: str, pools: Mapping[str, Poo
     ]
 
 
-def subject(records: list[AuditRecord], ref: str) -> str:
-    """The audit id of a draw or jackpot: as given, or the one id ending in `.ref`."""
-    ids = {str(r.payload.get("draw_id")) for r in records if "draw_id" in r.payload}
+def subject(ids: Collection[str], ref: str) -> str:
+    """The audit id of a draw or jackpot among `ids`: as given, or the one ending in `.ref`."""
     if ref in ids:
         return ref
     found = sorted(i for i in ids if i.endswith(f".{ref}"))
@@ -217,10 +244,10 @@ PromotionOpt = Annotated[
 
 
 def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> None:
-    def load(export: Path | None, pools_dir: Path | None) -> Loaded:
+    def load(ref: str, export: Path | None, pools_dir: Path | None) -> Loaded:
         if export is not None:
-            return offline(export, pools_dir)
-        return asyncio.run(live(settings()))
+            return offline(export, pools_dir, ref)
+        return asyncio.run(live(settings(), ref))
 
     @app.command("verify-draw")
     def verify_draw(
@@ -232,9 +259,9 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
         """Recompute every pick of a draw from its revealed seeds and frozen pools and
         confirm every winner, or say where it differs (exit 1). For a RAPS jackpot, also
         recompute each pool from its archived floor snapshot."""
-        records, pools, bad = load(export, pools_dir)
-        draw_id = subject(records, draw)
-        chain = verify_chain(records)
+        got = load(draw, export, pools_dir)
+        records, pools, bad, draw_id = got.records, got.pools, got.bad, got.draw_id
+        chain = got.picked.walk.check
         typer.echo(safe(f"audit chain: {chain}"))
         bad += unrecorded(records, draw_id, pools)
         for line in bad:  # named, and every other file still verified
@@ -247,7 +274,7 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
         floor_lines: list[str] = []
         if _floor_records(records, draw_id):
             floors = (
-                offline_floors(pools_dir)
+                offline_floors(pools_dir, draw_id)
                 if export is not None
                 else asyncio.run(live_floors(settings(), records))
             )
@@ -266,6 +293,7 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
     ) -> None:
         """Print the draw report: commitments, picks in draw order with call time and
         claim outcome, exceptions and overrides."""
-        records, _, _ = load(export, pools_dir)
+        got = load(draw, None, None) if export is None else offline(export, None, draw)
+        found = draw_report(got.records, got.draw_id, got.picked.walk.check)
         # an export read from a file is anyone's text: shown, never obeyed, by the terminal
-        typer.echo(safe_lines(draw_report(records, subject(records, draw)).render()), nl=False)
+        typer.echo(safe_lines(found.render()), nl=False)

@@ -179,9 +179,12 @@ class DrawReport:
         return "\n".join(out) + "\n"
 
 
-def draw_report(records: Sequence[AuditRecord], draw_id: str) -> DrawReport:
-    """Build the report of one draw (or RAPS jackpot) from the whole audit log."""
-    report = DrawReport(draw_id, verify_chain(records))
+def draw_report(
+    records: Sequence[AuditRecord], draw_id: str, chain: ChainCheck | None = None
+) -> DrawReport:
+    """Build the report of one draw (or RAPS jackpot) from the whole audit log, or from
+    its own records and rule changes with the whole chain's check (`chain`: `Picked`)."""
+    report = DrawReport(draw_id, verify_chain(records) if chain is None else chain)
     outcome: dict[str, str] = {}
     for rec in records:
         payload = rec.payload

@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 
-from bonusd.audit.chain import AuditRecord, Entry, Kind, verify_chain
+from bonusd.audit.chain import AuditRecord, Entry, Kind
 from bonusd.audit.store import AuditStore
 from bonusd.audit.writes import StepWrites
 from bonusd.clocks.clock import Clock
@@ -385,13 +385,13 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
         """The chain check and each round recomputed from its revealed seed and pool file."""
         promotion_id, draw_id = self.resolve(draw_ref)
         subject = subject_of(promotion_id, draw_id)
-        records = await self.audit.records()
+        picked = await self.audit.draw(subject)  # the draw's records, the whole chain checked
+        records = picked.of(subject)
         pools = {}
         for rec in records:
-            if rec.kind == Kind.POOL and rec.payload.get("draw_id") == subject:
+            if rec.kind == Kind.POOL:
                 commitment = rec.payload["pool_commitment"]
                 raw = await self.redis.get(self.keys.poolfile(commitment))
                 if raw is not None:
                     pools[commitment] = parse_pool(cast(str, raw).encode())
-        chain = verify_chain(records)
-        return str(chain), evidence(records, subject, pools).verify()
+        return str(picked.walk.check), evidence(records, subject, pools).verify()

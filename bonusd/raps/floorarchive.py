@@ -17,7 +17,7 @@ from typing import cast
 
 from redis.asyncio import Redis
 
-from bonusd.audit.chain import AuditRecord, Kind, verify_chain
+from bonusd.audit.chain import AuditRecord, Kind
 from bonusd.draws.caches import SizedLRU, snapshot_bytes
 from bonusd.draws.evidence import evidence
 from bonusd.draws.fairness import Pool
@@ -105,11 +105,10 @@ async def floor_mismatches(
 
 async def verified_jackpot(
     redis: Redis, keys: Keys, records: list[AuditRecord], jackpot_ref: str, rules: RapsRules
-) -> tuple[str, dict[RoundKey, Verification]]:
-    """The chain check of `records` (the whole trail) and the picks of jackpot
-    `jackpot_ref` recomputed from its revealed seed and archived pool files (one missing or
-    not in canonical form fails the check), each pool held to its archived floor under
-    `rules` (`floor_mismatches`)."""
+) -> dict[RoundKey, Verification]:
+    """The picks of jackpot `jackpot_ref` (its `records`) recomputed from its revealed
+    seed and archived pool files (one missing or not in canonical form fails the check),
+    each pool held to its archived floor under `rules` (`floor_mismatches`)."""
     pools: dict[str, Pool] = {}
     for rec in records:
         if rec.kind == Kind.POOL and rec.payload.get("draw_id") == jackpot_ref:
@@ -120,10 +119,9 @@ async def verified_jackpot(
                     pools[commitment] = parse_pool(cast(str, raw).encode())
             except AuditFormatError as exc:
                 logger.warning("jackpot %s: pool file %s: %s", jackpot_ref, commitment, exc)
-    chain = verify_chain(records)
     checked = evidence(records, jackpot_ref, pools).verify()
     wrong = await floor_mismatches(redis, keys, records, jackpot_ref, pools=pools, rules=rules)
     for key, mismatch in wrong.items():
         if key in checked:
             checked[key] = replace(checked[key], mismatches=(mismatch, *checked[key].mismatches))
-    return str(chain), checked
+    return checked

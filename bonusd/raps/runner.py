@@ -389,10 +389,11 @@ class RapsRunner(LedgerRunner[RapsBook]):
 
     # -- verification -----------------------------------------------------------------------
     async def verify(self, jackpot_ref: str) -> tuple[str, dict[RoundKey, Verification]]:
-        """The chain check and the jackpot's picks recomputed from the revealed seed and the
-        archived pool, straight from what Redis holds (a pool file that is missing or not
-        in canonical form fails the check), each pool checked against its archived floor."""
+        """The chain check and the jackpot's picks recomputed from what Redis holds: the
+        revealed seed, the pool files (one missing or not canonical fails), the floors."""
         promotion_id, session_id, _ = await self.resolve(jackpot_ref)
         rules = (await self.load_plan(promotion_id, session_id, create=False)).rules
-        records = await self.audit.records()
-        return await verified_jackpot(self.redis, self.keys, records, jackpot_ref, rules)
+        picked = await self.audit.draw(jackpot_ref)  # its records, the whole chain checked
+        records = picked.of(jackpot_ref)
+        found = await verified_jackpot(self.redis, self.keys, records, jackpot_ref, rules)
+        return str(picked.walk.check), found
