@@ -25,7 +25,7 @@ from bonusd.audit.chain import AuditRecord, Kind, Picked
 from bonusd.audit.store import AuditStore
 from bonusd.cli.text import safe, safe_lines
 from bonusd.draws.evidence import draw_report, evidence
-from bonusd.draws.fairness import Pool
+from bonusd.draws.fairness import POOL_MAGIC, Pool
 from bonusd.draws.poolfile import parse_pool
 from bonusd.errors import AuditFormatError, NotFoundError
 from bonusd.infra.keys import Keys
@@ -136,11 +136,18 @@ def offline_floors(pools_dir: Path | None, draw_id: str | None = None) -> Floors
 
 
 def _pool_draw(path: Path) -> str | None:
-    """The draw id a pool file's header line names, or None when it does not parse."""
+    """The draw id a pool file's header line names, or None unless that line is a pool
+    file's header (`POOL_MAGIC`, then space-separated `name=value` fields, UTF-8)."""
     with path.open("rb") as file:
-        head = file.readline(HEADER_BYTES).decode("utf-8", "replace").split()
-    draws = [word.removeprefix("draw=") for word in head[1:] if word.startswith("draw=")]
-    return draws[0] if len(draws) == 1 else None
+        line = file.readline(HEADER_BYTES)
+    try:
+        magic, *fields = line.decode().removesuffix("\n").split(" ")
+    except UnicodeDecodeError:
+        return None
+    draws = [f.removeprefix("draw=") for f in fields if f.startswith("draw=")]
+    if magic != POOL_MAGIC or not line.endswith(b"\n") or len(draws) != 1:
+        return None
+    return draws[0]
 
 
 def offline(export: Path, pools_dir: Path | None, ref: str) -> Loaded:
@@ -151,7 +158,7 @@ def offline(export: Path, pools_dir: Path | None, ref: str) -> Loaded:
     for batch in jsonl_batches([export]):
         picked.add(batch)
     got = Loaded(subject(picked.ids, ref), picked)
-    named = {r.payload["pool_commitment"] for r in got.records if r.kind == Kind.POOL}
+    named = {str(r.payload.get("pool_commitment")) for r in got.records if r.kind == Kind.POOL}
     for path in sorted(pools_dir.glob(f"*{POOL_SUFFIX}")) if pools_dir else []:
         if path.name[: -len(POOL_SUFFIX)] in named or _pool_draw(path) in (got.draw_id, None):
             read_pool(path.read_bytes(), f"pool file {path}", got.pools, got.bad)

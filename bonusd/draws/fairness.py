@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import hmac
+import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -59,6 +60,9 @@ def commit_seed(seed: bytes) -> str:
     return sha256_hex(seed)
 
 
+_NOT_IN_TOKEN = re.compile(r"[\s:=]")
+
+
 def check_cards(cards: Sequence[str]) -> None:
     """`ValueError` unless every card is fit for a pool file: non-empty, without
     whitespace, ':' or '=' (what a caller of `Pool(..., ordered=True)` vouches for)."""
@@ -68,9 +72,8 @@ def check_cards(cards: Sequence[str]) -> None:
 def _check_tokens(what: str, values: Sequence[str], *, ascending: bool = False) -> None:
     """Each of `values` non-empty, without whitespace, ':' or '='; `ascending`: they are
     known to be in strictly ascending order, so only the first can be empty."""
-    joined = "".join(values)
     empty = bool(values) and not values[0] if ascending else not all(values)
-    if empty or ":" in joined or "=" in joined or len(joined.split()) > 1:
+    if empty or _NOT_IN_TOKEN.search("".join(values)):  # (any whitespace, at either end too)
         raise ValueError(f"every {what} must be non-empty, without spaces, ':' or '='")
 
 

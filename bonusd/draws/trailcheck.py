@@ -229,11 +229,12 @@ def check_trail(
     records: Sequence[AuditRecord], draw_id: str, pools: Mapping[str, Pool]
 ) -> list[TrailProblem]:
     """Every problem of section 11 in the trail of `draw_id`, in trail order."""
-    trail = _Trail(draw_id, pools)
+    trail, last = _Trail(draw_id, pools), records[-1] if records else None
     for rec in records:
         payload: Mapping[str, Any] = rec.payload
         if payload.get("draw_id") != draw_id:
             continue
+        last = rec  # the draw's last record: where a no-show owed a redraw is flagged
         key: RoundKey = (payload.get("tombola", trail.first_key[0]), payload.get("round", 0))
         if trail.first_key == ("", 0) and "tombola" in payload:
             trail.first_key = key
@@ -244,9 +245,8 @@ def check_trail(
     _check_reveals(trail)
     for key, owed in trail.owed.items():
         if owed > 0 and key[0] != "raps" and key not in trail.manual:
-            trail.flag(
-                key, records[-1], f"{owed} no-show(s) in {key[0]} round {key[1]} not redrawn"
-            )
+            assert last is not None  # (a round owes a redraw only after a record of it)
+            trail.flag(key, last, f"{owed} no-show(s) in {key[0]} round {key[1]} not redrawn")
     return trail.found
 
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from bonusd.draws.fairness import POOL_MAGIC, Pool
+from bonusd.draws.fairness import POOL_MAGIC, Pool, check_cards
 from bonusd.draws.poolfile import parse_pool
 from bonusd.errors import AuditFormatError
 
@@ -153,8 +153,13 @@ def mutated(draw: st.DrawFn) -> bytes:
 @settings(max_examples=300)
 @given(pools())
 @example(Pool.freeze("d", "t", {}).serialise())
-@example(Pool.freeze("d", "t", {"\tA": 1, "B\u3000": 2}, round_no=-7).serialise())
-@example(Pool.freeze("\tx", "t", {"C1": INT64_MAX}).serialise())
+# (whitespace at a card's or an id's edge: written by hand, a Pool refuses to hold it)
+@example(
+    "bonusd-pool-v1 draw=d tombola=t round=-7 members=2 tickets=3\n\tA:1\nB\u3000:2\n".encode()
+)
+@example(
+    f"bonusd-pool-v1 draw=\tx tombola=t round=1 members=1 tickets={INT64_MAX}\nC1:{INT64_MAX}\n".encode()
+)
 def test_pool_files_of_every_shape_read_as_the_reference_reads_them(data: bytes) -> None:
     outcome = fast_outcome(data)
     event("refused" if outcome is None else "accepted")
@@ -291,6 +296,19 @@ def test_an_ordered_pool_skips_only_the_card_checks_its_caller_vouches_for() -> 
         Pool("d:1", "t", 1, ("A", "B"), one.copy(), ordered=True)
     with pytest.raises(ValueError, match="unique and in code-point order"):
         Pool("d", "t", 1, ("B", "A"), one.copy())  # the default checks them
+
+
+@pytest.mark.parametrize("card", [" A", "A ", "A\u00a0", "A\r", "\x1cA", "A:1", "A=1", ""])
+def test_a_card_a_pool_file_cannot_hold_is_refused_wherever_it_is(card: str) -> None:
+    """Whitespace at either end of a card (or of the pool's only card) too: a pool that
+    could be written but not read back would leave its round unverifiable."""
+    for cards in [(card,), (card, "Z"), ("0", card)]:
+        if list(cards) != sorted(set(cards)):
+            continue
+        with pytest.raises(ValueError, match="non-empty, without spaces"):
+            Pool("d", "t", 1, cards, np.ones(len(cards), dtype=np.int64))
+    with pytest.raises(ValueError, match="non-empty, without spaces"):
+        check_cards([card])
 
 
 @given(st.lists(st.text(st.sampled_from("AaB\x00é€"), min_size=1, max_size=3), max_size=6))

@@ -5,6 +5,7 @@ every pool file the site ever froze."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,10 @@ from bonusd.audit.store import AuditStore
 from bonusd.cli.draws import live, write_pools
 from bonusd.cli.main import app
 from bonusd.draws.evidence import draw_report
+from bonusd.draws.trailcheck import check_trail
 from bonusd.settings import Settings
 from tests.draws.helpers import HALFWAY, Site
-from tests.draws.tampering import settled_draw
+from tests.draws.tampering import redraw_removed, settled_draw, write_export
 
 
 def chain_of(payloads: list[tuple[Kind, dict[str, Any]]]) -> list[AuditRecord]:
@@ -118,3 +120,39 @@ async def test_an_offline_check_reads_only_the_draws_own_pool_files(
     assert code == 1 and f"FAILED: pool file {mine}" in out, out
     report = CliRunner().invoke(app, ["draw-report", "halfway", "--from", str(export)])
     assert report.exit_code == 0 and HALFWAY in report.output
+
+
+async def test_a_damaged_export_is_named_not_a_traceback(small: Site, tmp_path: Path) -> None:
+    """A pool record without its commitment, a pool file whose header is not UTF-8 but
+    names another draw, and a trail missing a redraw: each is named, with the draw's own
+    record where a no-show owed a redraw is flagged (not whatever record ends the trail)."""
+    records, pools, _ = await settled_draw(small)
+    files = {c: p.serialise() for c, p in pools.items()}
+    at = next(i for i, r in enumerate(records) if r.kind == Kind.POOL)
+    payload = {k: v for k, v in records[at].payload.items() if k != "pool_commitment"}
+    damaged = [*records[:at], dataclasses.replace(records[at], payload=payload)]
+    write_export(tmp_path / "no-commitment", [*damaged, *records[at + 1 :]], files)
+    result = CliRunner().invoke(app, ["verify-draw", "halfway", *_from(tmp_path / "no-commitment")])
+    assert result.exit_code == 1 and not isinstance(result.exception, KeyError), result.output
+
+    write_export(tmp_path / "latin", records, files)
+    odd = tmp_path / "latin" / "pools" / "odd.pool"
+    odd.write_bytes(b"bonusd-pool-v1 draw=gh.final tombola=\xe9 round=1\nC1:1\n")
+    result = CliRunner().invoke(app, ["verify-draw", "halfway", *_from(tmp_path / "latin")])
+    assert result.exit_code == 1 and f"FAILED: pool file {odd}" in result.output, result.output
+
+    elsewhere = {"draw_id": "gh.final", "note": "a record of another draw, last"}
+    other = [*records, dataclasses.replace(records[-1], kind=Kind.EXCEPTION, payload=elsewhere)]
+    kept, _ = redraw_removed(other, {})
+    write_export(tmp_path / "no-redraw", kept, files)
+    result = CliRunner().invoke(app, ["verify-draw", "halfway", *_from(tmp_path / "no-redraw")])
+    line = next(x for x in result.output.splitlines() if "not redrawn" in x)
+    seq = int(line.split("record ")[1].split(":")[0])
+    mine = [r for r in kept if r.payload.get("draw_id") == HALFWAY]
+    assert seq == mine[-1].seq, (line, mine[-1].seq)
+    whole = check_trail(kept, HALFWAY, pools)  # the whole trail gives the same place
+    assert [str(p) for p in whole] == [str(p) for p in check_trail(mine, HALFWAY, pools)]
+
+
+def _from(folder: Path) -> list[str]:
+    return ["--from", str(folder / "audit.jsonl"), "--pools", str(folder / "pools")]

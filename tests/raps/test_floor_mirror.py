@@ -258,7 +258,7 @@ async def test_a_damaged_line_fails_the_sync_until_the_index_is_rebuilt(
     await current(mirror, r, keys)
 
 
-@pytest.mark.parametrize("card", ["C:1", "C=1", "C 1"])
+@pytest.mark.parametrize("card", ["C:1", "C=1", "C 1", "C ", " C", "C\r", "C\u00a0", "C\x1c"])
 async def test_a_card_no_pool_file_can_hold_fails_the_sync(
     aredis: aioredis.Redis, site: str, card: str
 ) -> None:

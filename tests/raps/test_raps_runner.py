@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bonusd.audit.chain import AuditRecord
+from bonusd.audit.store import AuditStore
 from bonusd.draws.claims import ClaimError
 from bonusd.draws.fairness import pick_sequence
 from bonusd.draws.poolfile import parse_pool
@@ -191,5 +193,13 @@ async def test_empty_pool_then_skip(site: str, redis_url: str, tmp_path: Path) -
         await s.redis.aclose()
 
 
-async def test_crew_verifies_at_the_device_and_the_jackpot_verifies(s: Site) -> None:
+async def test_crew_verifies_at_the_device_and_the_jackpot_verifies(
+    s: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Its verify reads the trail a batch at a time, never whole.)"""
+
+    async def whole(self: AuditStore, start: int = 0, end: int = -1) -> list[AuditRecord]:
+        raise AssertionError("the whole trail was read at once")
+
+    monkeypatch.setattr(AuditStore, "records", whole)
     await crew_verifies_at_the_device_and_the_jackpot_verifies(s)
