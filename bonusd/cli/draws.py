@@ -145,7 +145,8 @@ def _pool_draw(path: Path) -> str | None:
     except UnicodeDecodeError:
         return None
     draws = [f.removeprefix("draw=") for f in fields if f.startswith("draw=")]
-    if magic != POOL_MAGIC or not line.endswith(b"\n") or len(draws) != 1:
+    well_formed = all("=" in f and f.split() == [f] for f in fields)  # name=value, no spaces
+    if magic != POOL_MAGIC or not line.endswith(b"\n") or len(draws) != 1 or not well_formed:
         return None
     return draws[0]
 
@@ -158,7 +159,11 @@ def offline(export: Path, pools_dir: Path | None, ref: str) -> Loaded:
     for batch in jsonl_batches([export]):
         picked.add(batch)
     got = Loaded(subject(picked.ids, ref), picked)
-    named = {str(r.payload.get("pool_commitment")) for r in got.records if r.kind == Kind.POOL}
+    named = {
+        c
+        for r in got.records
+        if r.kind == Kind.POOL and isinstance(c := r.payload.get("pool_commitment"), str)
+    }
     for path in sorted(pools_dir.glob(f"*{POOL_SUFFIX}")) if pools_dir else []:
         if path.name[: -len(POOL_SUFFIX)] in named or _pool_draw(path) in (got.draw_id, None):
             read_pool(path.read_bytes(), f"pool file {path}", got.pools, got.bad)
@@ -202,7 +207,7 @@ def check_floors(
         payload = rec.payload
         session = promotion.jackpot_session(str(payload["draw_id"]).split(".")[1])
         rules = rules_of(promotion, session)
-        pool = pools.get(payload["pool_commitment"])
+        pool = pools.get(str(payload.get("pool_commitment")))
         name = floor_name(payload)
         wrong = check_floor(payload, floors.get(name), pool, rules, floors.get(name + BASE))
         verdict = "ok: the pool is its eligible players" if wrong is None else f"FAILED: {wrong}"
@@ -301,6 +306,12 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
         """Print the draw report: commitments, picks in draw order with call time and
         claim outcome, exceptions and overrides."""
         got = load(draw, None, None) if export is None else offline(export, None, draw)
-        found = draw_report(got.records, got.draw_id, got.picked.walk.check)
+        try:
+            found = draw_report(got.records, got.draw_id, got.picked.walk.check)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a damaged trail
+            raise AuditFormatError(
+                f"a record of {got.draw_id} lacks what the report reads ({exc!r}); "
+                f"`bonusd verify-draw {got.draw_id}` names where the trail differs"
+            ) from None
         # an export read from a file is anyone's text: shown, never obeyed, by the terminal
         typer.echo(safe_lines(found.render()), nl=False)

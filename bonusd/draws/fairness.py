@@ -60,7 +60,12 @@ def commit_seed(seed: bytes) -> str:
     return sha256_hex(seed)
 
 
-_NOT_IN_TOKEN = re.compile(r"[\s:=]")
+_NOT_IN_TOKEN = re.compile(r"[\s:=\ud800-\udfff]")  # (a lone surrogate: no UTF-8 for it)
+
+
+def bad_token(text: str) -> bool:
+    """Whether `text` holds whitespace, ':', '=' or a lone surrogate (no pool file can)."""
+    return _NOT_IN_TOKEN.search(text) is not None
 
 
 def check_cards(cards: Sequence[str]) -> None:

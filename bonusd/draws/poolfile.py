@@ -4,16 +4,14 @@ once with numpy, and anything off the canonical form is refused naming its line.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import itertools
-import re
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from bonusd.draws.fairness import POOL_MAGIC, Pool
+from bonusd.draws.fairness import POOL_MAGIC, Pool, bad_token
 from bonusd.errors import AuditFormatError
 
 _INT64_MAX = 2**63 - 1
@@ -123,11 +121,12 @@ def _ticket_counts(body: bytes) -> tuple[npt.NDArray[np.int64], int]:
 
 
 def _card_problem(error: str, cards: Sequence[str]) -> str:
-    """Where `Pool` found fault with the cards: the first out of order, or whitespace."""
+    """Where `Pool` found fault with the cards: the first out of order, or the first card
+    a pool file cannot hold (empty, whitespace anywhere, ':', '=')."""
     if "order" in error:
         index = next(k for k in range(1, len(cards)) if not cards[k - 1] < cards[k])
         return f" (line {index + 2}: {cards[index]!r} after {cards[index - 1]!r})"
-    if "card" not in error or (found := re.search(r"\S\s+\S", "".join(cards))) is None:
+    if "card" not in error:
         return ""
-    index = bisect.bisect_right(list(itertools.accumulate(map(len, cards))), found.start() + 1)
-    return f" (line {index + 2}: whitespace in {cards[index]!r})"
+    found = next((k for k, card in enumerate(cards) if not card or bad_token(card)), None)
+    return "" if found is None else f" (line {found + 2}: card {cards[found]!r})"

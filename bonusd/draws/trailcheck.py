@@ -229,7 +229,8 @@ def check_trail(
     records: Sequence[AuditRecord], draw_id: str, pools: Mapping[str, Pool]
 ) -> list[TrailProblem]:
     """Every problem of section 11 in the trail of `draw_id`, in trail order."""
-    trail, last = _Trail(draw_id, pools), records[-1] if records else None
+    trail = _Trail(draw_id, pools)
+    last: AuditRecord | None = None
     for rec in records:
         payload: Mapping[str, Any] = rec.payload
         if payload.get("draw_id") != draw_id:

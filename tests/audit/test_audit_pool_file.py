@@ -7,7 +7,10 @@ Deliberate differences, all where the reference did not answer with an AuditForm
 or accepted a file the format forbids: a file without any LF (the reference raised
 IndexError), a ticket count beyond an int64 (OverflowError) and a total beyond an int64
 (accepted, with the wrapped-around sum in the header). The fast reader refuses all three
-with an AuditFormatError; `reference_outcome` counts them as refusals.
+with an AuditFormatError; `reference_outcome` counts them as refusals. The reference
+builds the current `Pool`, so it refuses what `Pool` refuses: since 2026-12-06 that
+includes whitespace at either end of a card or id, which both used to accept (a pool
+file `Pool` could write but not read back).
 """
 
 from __future__ import annotations
@@ -241,8 +244,10 @@ MALFORMED = {
         "18446744073709551614 tickets in all: more than an int64 holds",
     ),
     "= in a card": (edit(b"C100:1", b"C=100:1"), "line 2 'C=100:1': '=' in the card"),
-    "space in a card": (edit(b"C200:", b"C 200:"), "without spaces.*line 3: whitespace in 'C 200'"),
-    "tab in a card": (edit(b"C300:", b"C3\t00:"), r"line 4: whitespace in 'C3\\t00'"),
+    "space in a card": (edit(b"C200:", b"C 200:"), "without spaces.*line 3: card 'C 200'"),
+    "tab in a card": (edit(b"C300:", b"C3\t00:"), r"line 4: card 'C3\\t00'"),
+    "space at a card's end": (edit(b"C200:", b"C200 :"), "line 3: card 'C200 '"),
+    "tab at the first card's start": (edit(b"C100:", b"\tC100:"), r"line 2: card '\\tC100'"),
     "lines out of order": (
         HEAD + b"C200:12\nC100:1\nC300:3\n",
         "code-point order \\(line 3: 'C100' after 'C200'\\)",

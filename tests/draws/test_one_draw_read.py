@@ -19,6 +19,7 @@ from bonusd.cli.draws import live, write_pools
 from bonusd.cli.main import app
 from bonusd.draws.evidence import draw_report
 from bonusd.draws.trailcheck import check_trail
+from bonusd.errors import AuditFormatError
 from bonusd.settings import Settings
 from tests.draws.helpers import HALFWAY, Site
 from tests.draws.tampering import redraw_removed, settled_draw, write_export
@@ -133,7 +134,17 @@ async def test_a_damaged_export_is_named_not_a_traceback(small: Site, tmp_path: 
     damaged = [*records[:at], dataclasses.replace(records[at], payload=payload)]
     write_export(tmp_path / "no-commitment", [*damaged, *records[at + 1 :]], files)
     result = CliRunner().invoke(app, ["verify-draw", "halfway", *_from(tmp_path / "no-commitment")])
-    assert result.exit_code == 1 and not isinstance(result.exception, KeyError), result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 1 and "FAILED" in result.output, result.output
+    export = str(tmp_path / "no-commitment" / "audit.jsonl")
+    result = CliRunner().invoke(app, ["draw-report", "halfway", "--from", export])
+    assert isinstance(result.exception, AuditFormatError), result.exception  # (exit 2, main)
+    assert "lacks what the report reads" in str(result.exception)
+    odd = tmp_path / "no-commitment" / "pools" / "odd.pool"
+    for header in (b"draw=gh.final tombola=t\tx=1", b"draw=gh.final junk"):
+        odd.write_bytes(b"bonusd-pool-v1 " + header + b" round=1\nC1:1\n")
+        result = CliRunner().invoke(app, ["verify-draw", "halfway", *_from(odd.parent.parent)])
+        assert f"FAILED: pool file {odd}" in result.output, (header, result.output)
 
     write_export(tmp_path / "latin", records, files)
     odd = tmp_path / "latin" / "pools" / "odd.pool"
