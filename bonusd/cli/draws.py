@@ -159,11 +159,8 @@ def offline(export: Path, pools_dir: Path | None, ref: str) -> Loaded:
     for batch in jsonl_batches([export]):
         picked.add(batch)
     got = Loaded(subject(picked.ids, ref), picked)
-    named = {
-        c
-        for r in got.records
-        if r.kind == Kind.POOL and isinstance(c := r.payload.get("pool_commitment"), str)
-    }
+    commitments = [r.payload.get("pool_commitment") for r in got.records if r.kind == Kind.POOL]
+    named = {commitment for commitment in commitments if isinstance(commitment, str)}
     for path in sorted(pools_dir.glob(f"*{POOL_SUFFIX}")) if pools_dir else []:
         if path.name[: -len(POOL_SUFFIX)] in named or _pool_draw(path) in (got.draw_id, None):
             read_pool(path.read_bytes(), f"pool file {path}", got.pools, got.bad)

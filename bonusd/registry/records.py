@@ -7,7 +7,6 @@ is `bonusd.registry.files`.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -208,8 +207,9 @@ _TIERS = {t.value: t for t in Tier}
 _ALL_FIELDS = frozenset(Member.model_fields)
 
 
-@functools.lru_cache(maxsize=50_000)
 def _date(text: str) -> dt.date | None:
+    # (not cached: parsing is faster than a cache hit, and a cache of every birth date a
+    # daemon met held up to 5 MB for good, about 110 bytes a date)
     return dt.date.fromisoformat(text) if text else None
 
 
