@@ -25,8 +25,8 @@ from bonusd.audit.chain import AuditRecord, Kind, Picked
 from bonusd.audit.store import AuditStore
 from bonusd.cli.text import safe, safe_lines
 from bonusd.draws.evidence import draw_report, evidence
-from bonusd.draws.fairness import POOL_MAGIC, Pool
-from bonusd.draws.poolfile import parse_pool
+from bonusd.draws.fairness import Pool
+from bonusd.draws.poolfile import header_fields, parse_pool
 from bonusd.errors import AuditFormatError, NotFoundError
 from bonusd.infra.keys import Keys
 from bonusd.infra.redisclient import redis_client
@@ -137,18 +137,16 @@ def offline_floors(pools_dir: Path | None, draw_id: str | None = None) -> Floors
 
 def _pool_draw(path: Path) -> str | None:
     """The draw id a pool file's header line names, or None unless that line is a pool
-    file's header (`POOL_MAGIC`, then space-separated `name=value` fields, UTF-8)."""
+    file's header (UTF-8, `header_fields`, LF-ended, one `draw=`, no whitespace in a field)."""
     with path.open("rb") as file:
         line = file.readline(HEADER_BYTES)
     try:
-        magic, *fields = line.decode().removesuffix("\n").split(" ")
-    except UnicodeDecodeError:
+        fields = header_fields(line.decode().removesuffix("\n"))
+    except ValueError:  # (UnicodeDecodeError is one)
         return None
     draws = [f.removeprefix("draw=") for f in fields if f.startswith("draw=")]
-    well_formed = all("=" in f and f.split() == [f] for f in fields)  # name=value, no spaces
-    if magic != POOL_MAGIC or not line.endswith(b"\n") or len(draws) != 1 or not well_formed:
-        return None
-    return draws[0]
+    spaced = any(f.split() != [f] for f in fields)
+    return draws[0] if line.endswith(b"\n") and len(draws) == 1 and not spaced else None
 
 
 def offline(export: Path, pools_dir: Path | None, ref: str) -> Loaded:
@@ -302,7 +300,7 @@ def add_draw_commands(app: typer.Typer, settings: Callable[[], Settings]) -> Non
     ) -> None:
         """Print the draw report: commitments, picks in draw order with call time and
         claim outcome, exceptions and overrides."""
-        got = load(draw, None, None) if export is None else offline(export, None, draw)
+        got = load(draw, export, None)
         try:
             found = draw_report(got.records, got.draw_id, got.picked.walk.check)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a damaged trail

@@ -34,6 +34,21 @@ def parse_pool(data: bytes) -> Pool:
         raise AuditFormatError(f"pool file: {exc}") from exc
 
 
+def header_fields(header: str) -> list[str]:
+    """The fields after the magic of a pool file's header line (without its LF);
+    `ValueError` naming the first problem: not a pool file, a field not `name=value`, no
+    `draw=`, `tombola=` or `round=`. (Whether they are canonical is `parse_pool`'s.)"""
+    magic, *fields = header.split(" ")
+    if magic != POOL_MAGIC:
+        raise ValueError(f"not a {POOL_MAGIC} file")
+    if bad := [f for f in fields if "=" not in f]:
+        raise ValueError(f"header field {bad[0]!r} is not name=value")
+    named = {f.split("=", 1)[0] for f in fields}
+    if missing := [name for name in ("draw", "tombola", "round") if name not in named]:
+        raise ValueError(f"the header has no {missing[0]}=")
+    return fields
+
+
 def _read_pool(data: bytes) -> Pool:
     if not data.startswith(f"{POOL_MAGIC} ".encode()):
         raise ValueError(f"not a {POOL_MAGIC} file")
@@ -43,12 +58,8 @@ def _read_pool(data: bytes) -> Pool:
         raise ValueError(f"line {data.count(10, 0, exc.start) + 1}: not UTF-8") from exc
     if not newline:
         raise ValueError("line 1: the header does not end with LF")
-    fields = header.split(" ")[1:]
-    if bad := [f for f in fields if "=" not in f]:
-        raise ValueError(f"header field {bad[0]!r} is not name=value")
+    fields = header_fields(header)
     meta = dict(f.split("=", 1) for f in fields)
-    if missing := [name for name in ("draw", "tombola", "round") if name not in meta]:
-        raise ValueError(f"the header has no {missing[0]}=")
     tickets, total = _ticket_counts(data[data.index(b"\n") + 1 :])
     try:
         draw_id, tombola, round_no = meta["draw"], meta["tombola"], int(meta["round"])
