@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup services demo run test test-slow screens lint format bench-anchor bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor bench-import bench-kiosk load soak clean
+.PHONY: setup services demo run test test-slow screens lint format bench-anchor bench-trail bench-ingest bench-standings bench-draws bench-push bench-scale bench-summary bench-floor bench-import bench-kiosk load soak clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -67,6 +67,10 @@ bench-standings: services
 ## The daily audit digest of a 20,000-record trail, read 500 records at a time and whole.
 bench-anchor: services
 	@$(PY) loadtests/bench_anchor.py $(BENCH_ARGS)
+
+## The daemon's reads of a 20,000-record audit trail, beside the whole walk they made before.
+bench-trail: services
+	@$(PY) loadtests/bench_trail.py $(BENCH_ARGS)
 
 ## A draw round (15 winners, 1,000,000 tickets, 200,000 members) and a RAPS pick, 50 runs.
 bench-draws: services

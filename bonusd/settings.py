@@ -167,6 +167,9 @@ class Settings(BaseSettings):
     # each finished gaming day's digest of the audit chain's head, written once by the
     # leader, outside Redis (docs/anchor.md): {prefix}-{site}/digest-YYYY-MM-DD.txt
     digest_dir: Path = Path("audit-digests")
+    # the daemon's reads of its trail walk the whole chain again this often (daemon-clock
+    # seconds; between, only the records added since: bonusd/audit/reads.py)
+    audit_recheck_s: int = Field(default=86_400, ge=60)
 
     @field_validator("retention_audit_days")
     @classmethod

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections import deque
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -17,7 +16,7 @@ from pydantic import BaseModel
 from bonusd.access.auth import Role
 from bonusd.api.context import Ctx, require
 from bonusd.audit.anchor import DIGEST_SUBJECT, digested_day, trail_digests
-from bonusd.audit.chain import ChainWalk
+from bonusd.audit.chain import AuditRecord
 from bonusd.audit.digest import digest_text, last_finished_day, not_over
 from bonusd.errors import ConflictError
 
@@ -53,23 +52,28 @@ async def audit(
     ] = None,
 ) -> AuditOut:
     """The site's hash-chained audit trail, newest first, with the chain's check:
-    filter by kind and by any text of the record (a card, a draw, an actor)."""
+    filter by kind and by any text of the record (a card, a draw, an actor). The chain is
+    the one the daemon checked as records arrived, and every record shown is held to it
+    (bonusd/audit/reads.py); a text search reads the trail back from its newest record."""
     needle = (text or "").strip().lower()
-    walk = ChainWalk()  # the whole trail checked a batch at a time, the newest matches kept
-    found: deque[dict[str, Any]] = deque(maxlen=count)
-    async for batch in ctx.audit.batches():
-        walk.add(batch)
-        for rec in batch:
-            if (before is not None and rec.seq >= before) or (kind and rec.kind != kind):
-                continue
-            row = {"seq": rec.seq, "time": rec.time, "actor": rec.actor, "kind": rec.kind}
-            row |= {"payload": rec.payload, "hash": rec.hash}
-            if needle and needle not in json.dumps(row, ensure_ascii=False).lower():
-                continue
-            found.append(row)
-    check = walk.check
-    out = [AuditRecordOut.model_validate(row) for row in reversed(found)]
-    return AuditOut(total=walk.count, chain=str(check), ok=check.ok, records=out)
+
+    def row(rec: AuditRecord) -> dict[str, Any]:
+        return {"seq": rec.seq, "time": rec.time, "actor": rec.actor, "kind": rec.kind} | {
+            "payload": rec.payload,
+            "hash": rec.hash,
+        }
+
+    def matches(rec: AuditRecord) -> bool:
+        return needle in json.dumps(row(rec), ensure_ascii=False).lower()
+
+    # a record's JSON in Redis (canonical: no spaces) holds any text of it that does not
+    # run across a separator (", " and ": " here), so the search parses only those
+    hint = needle if needle and ", " not in needle and ": " not in needle else None
+    part = await ctx.audit.reads.page(
+        count, before=before, kind=kind or None, match=matches if needle else None, hint=hint
+    )
+    out = [AuditRecordOut.model_validate(row(rec)) for rec in part.records]
+    return AuditOut(total=part.total, chain=str(part.check), ok=part.check.ok, records=out)
 
 
 class DigestOut(BaseModel):

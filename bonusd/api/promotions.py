@@ -102,7 +102,7 @@ async def changes(ctx: Ctx) -> list[RecordedChangeOut]:
         RecordedChangeOut.model_validate(
             {"at": r.time, "actor": r.actor, "seq": r.seq, **r.payload}
         )
-        for r in await ctx.audit.of_kind(Kind.RULE_CHANGE)
+        for r in (await ctx.audit.reads.of_kind(Kind.RULE_CHANGE)).records
     ]
 
 

@@ -12,7 +12,9 @@ never both act on the same claim or pick.
 
 Records are kept as canonical JSON in a list (`audit`), so `bonusd audit verify` can
 re-check every link and `bonusd audit export` writes them out as JSON
-Lines (format in docs/fairness.md).
+Lines (format in docs/fairness.md). The daemon's own reads of the trail for the desk and
+the verifiers (`reads`, `bonusd.audit.reads`) walk the chain once as records arrive, then
+read only what they show.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from bonusd.audit.chain import (
     next_record,
     utc_text,
 )
+from bonusd.audit.reads import RECHECK_S, TrailReads
 from bonusd.audit.writes import StepFile, StepWrites
+from bonusd.clocks.clock import Clock
 from bonusd.errors import BonusdError, ConflictError
 from bonusd.infra.keys import Keys
 
@@ -83,7 +87,14 @@ def _write_files(pipe: Any, files: Sequence[StepFile]) -> None:
 class AuditStore:
     """Append to and read back the audit chain of one site, and the ledgers of subjects."""
 
-    def __init__(self, redis: Redis, keys: Keys) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        keys: Keys,
+        *,
+        clock: Clock | None = None,
+        recheck_s: float = RECHECK_S,
+    ) -> None:
         self._redis = redis
         self._keys = keys
         self._list = keys.audit
@@ -91,6 +102,8 @@ class AuditStore:
         text = resources.files("bonusd").joinpath("lua", "audit_commit.lua").read_text("utf-8")
         self._commit = redis.register_script(text)
         self._head: str | None = None  # the chain's last record as last written or read
+        # the desk's and the verifiers' reads, the chain checked once as records arrive
+        self.reads = TrailReads(self, clock, recheck_s)
 
     def ledger_key(self, subject: str) -> str:
         return self._keys.ledger(subject)
@@ -217,16 +230,16 @@ class AuditStore:
         return from_jsonl("\n".join(rows))
 
     async def batches(
-        self, size: int | None = None, budget: int = BATCH_BYTES
+        self, size: int | None = None, budget: int = BATCH_BYTES, *, start: int = 0
     ) -> AsyncIterator[list[AuditRecord]]:
-        """The trail's records in order, as far as it reached when the first batch was
-        read: a long trail read without holding all of it. At most `size` (`BATCH`) at a
-        time: first `FIRST_BATCH`, then as many as would fit in `budget` bytes of JSON at
-        the size of the batch before (at least one), since a few records (a redraw's
-        tickets passed over) can hold most of a night's bytes."""
+        """The trail's records in order from list index `start`, as far as it reached when
+        the first batch was read: a long trail read without holding all of it. At most
+        `size` (`BATCH`) at a time: first `FIRST_BATCH`, then as many as would fit in
+        `budget` bytes of JSON at the size of the batch before (at least one), since a few
+        records (a redraw's tickets passed over) can hold most of a night's bytes."""
         size = size or BATCH
         length = await self._redis.llen(self._list)
-        start, step = 0, min(size, FIRST_BATCH)  # then as many as fit at the sizes seen
+        step = min(size, FIRST_BATCH)  # then as many as fit at the sizes seen
         while start < length:
             end = min(start + step, length) - 1
             rows = cast(list[str], await self._redis.lrange(self._list, start, end))
@@ -239,6 +252,33 @@ class AuditStore:
             del rows
             yield records
 
+    async def length_and_row(self, index: int) -> tuple[int, str | None]:
+        """The trail's length and the JSON of its record at list index `index` (None when
+        there is none), read together."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.llen(self._list)
+            pipe.lindex(self._list, index)
+            length, row = await pipe.execute()
+        return int(length), cast(str | None, row)
+
+    async def rows(self, indexes: Sequence[int]) -> list[str | None]:
+        """The JSON of the records at list indexes `indexes` (None where there is none), in
+        one round trip: a run of neighbours read as one range."""
+        runs: list[tuple[int, int]] = []  # (first index, how many)
+        for index in indexes:
+            if runs and index == runs[-1][0] + runs[-1][1]:
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+            else:
+                runs.append((index, 1))
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for first, many in runs:
+                pipe.lrange(self._list, first, first + many - 1)
+            replies: list[list[str]] = await pipe.execute()
+        out: list[str | None] = []
+        for (_, many), got in zip(runs, replies, strict=True):
+            out += [*got, *[None] * (many - len(got))]
+        return out
+
     async def draw(self, ref: str, *, suffix: bool = False) -> Picked:
         """One draw's records and the whole chain's check (`Picked`), read a batch at a
         time."""
@@ -246,9 +286,6 @@ class AuditStore:
         async for batch in self.batches():
             picked.add(batch)
         return picked
-
-    async def of_kind(self, kind: Kind) -> list[AuditRecord]:
-        return [r async for batch in self.batches() for r in batch if r.kind == kind.value]
 
     async def verify(self) -> ChainCheck:
         walk = ChainWalk()

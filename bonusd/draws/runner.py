@@ -385,8 +385,8 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
         """The chain check and each round recomputed from its revealed seed and pool file."""
         promotion_id, draw_id = self.resolve(draw_ref)
         subject = subject_of(promotion_id, draw_id)
-        picked = await self.audit.draw(subject)  # the draw's records, the whole chain checked
-        records = picked.of(subject)
+        part = await self.audit.reads.draw(subject)  # its records, each held to the chain
+        records = part.records
         pools = {}
         for rec in records:
             if rec.kind == Kind.POOL:
@@ -394,4 +394,4 @@ class DrawRunner(ChangeCommands, LedgerRunner[DrawBook]):
                 raw = await self.redis.get(self.keys.poolfile(commitment))
                 if raw is not None:
                     pools[commitment] = parse_pool(cast(str, raw).encode())
-        return str(picked.walk.check), evidence(records, subject, pools).verify()
+        return str(part.check), evidence(records, subject, pools).verify()

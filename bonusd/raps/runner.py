@@ -393,7 +393,6 @@ class RapsRunner(LedgerRunner[RapsBook]):
         revealed seed, the pool files (one missing or not canonical fails), the floors."""
         promotion_id, session_id, _ = await self.resolve(jackpot_ref)
         rules = (await self.load_plan(promotion_id, session_id, create=False)).rules
-        picked = await self.audit.draw(jackpot_ref)  # its records, the whole chain checked
-        records = picked.of(jackpot_ref)
-        found = await verified_jackpot(self.redis, self.keys, records, jackpot_ref, rules)
-        return str(picked.walk.check), found
+        part = await self.audit.reads.draw(jackpot_ref)  # its records, each held to the chain
+        found = await verified_jackpot(self.redis, self.keys, part.records, jackpot_ref, rules)
+        return str(part.check), found

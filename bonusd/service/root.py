@@ -106,7 +106,9 @@ class Service:
     def _build_stores(self) -> None:
         """Tokens, the audit trail, the promotions' store and the runners."""
         self.tokens = TokenStore(self.redis, self.keys, RateLimits.from_settings(self.settings))
-        self.audit = AuditStore(self.redis, self.keys)
+        self.audit = AuditStore(
+            self.redis, self.keys, clock=self.clock, recheck_s=self.settings.audit_recheck_s
+        )
         self.promotion_store = PromotionStore(self.redis, self.keys, self.promotions)
         self.draws, self.jackpots = runners(
             redis=self.redis,

@@ -1,6 +1,7 @@
-"""`GET /audit` reads the trail a batch at a time (`AuditStore.batches`): the newest
-matching records, the filters, the total and the chain's check are what the whole trail
-says, also when the trail is tampered with, and the route writes nothing."""
+"""`GET /audit` reads the trail as the daemon checked it (`AuditStore.reads`, the chain
+walked a batch at a time): the newest matching records, the filters, the total and the
+chain's check are what the whole trail says, also once a record it shows was tampered
+with, and the route writes nothing."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ QUERIES = [
     {"q": "card-7", "count": "50"},
     {"q": "DESK", "kind": "override", "before": "12", "count": "2"},
     {"count": "5000"},
+    {"q": '"kind": "override"', "count": "4"},  # runs across ": ": every record parsed
+    {"q": '"card-1', "count": "50"},
 ]
 
 
@@ -65,11 +68,16 @@ async def test_the_trail_read_a_batch_at_a_time_answers_as_the_whole_trail(
         assert [r["seq"] for r in body["records"]] == expected(records, query), query
         assert (body["total"], body["ok"]) == (len(records), True)
     assert differences(before, await snapshot(raw, daemon.service.keys.base)) == []
-    # an insider edits record 5 without re-hashing: every answer says where it broke
+    # an insider edits record 5 without re-hashing: the first answer that shows it says
+    # where it broke, and so does every answer after it (the chain is walked again)
     tampered = list(records)
     tampered[4] = dataclasses.replace(records[4], payload={"card": "card-99"})
     await put_trail(raw, daemon.service.keys.audit, tampered)
-    body = (await daemon.http.get("/audit", params={"count": "2"})).json()
+    body = (await daemon.http.get("/audit", params={"count": "3", "before": "7"})).json()
+    assert [r["seq"] for r in body["records"]] == [6, 5, 4]
     assert body["ok"] is False and body["chain"] == str(verify_chain(tampered))
+    for query in QUERIES:
+        body = (await daemon.http.get("/audit", params=query)).json()
+        assert body["ok"] is False and body["chain"] == str(verify_chain(tampered)), query
     assert "broken at record 5" in body["chain"]
     await raw.aclose()

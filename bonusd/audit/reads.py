@@ -1,0 +1,208 @@
+"""The daemon's reads of its audit trail for the desk and the verifiers (`TrailReads`), at a
+cost that follows what is read, not the trail's length: one draw's records, a page of the
+trail, the rule changes.
+
+The trail is never removed and grows all season: walking its chain from the first record
+costs about 0.08 ms a record (`make bench-trail`), seconds of the event loop per read once
+it holds tens of thousands, and an open desk tab reads it again at every
+change of the trail. So the daemon walks the chain once, as records arrive, and keeps what
+it checked (`bonusd.audit.checked.CheckedTrail`): each read first walks on over the records
+added since the last (usually none or a few), checks that the last record checked is still
+the one at its place, then reads only the records it needs, each held to the hash kept for
+its place. The whole trail is walked again from its first record once `recheck_s` of the
+daemon's clock has passed since the last whole walk (a gaming day by default,
+`BONUSD_AUDIT_RECHECK_S`), when the trail is shorter than what was checked or its last
+checked record changed (restored from a backup), and after a read found a record changed.
+`bonusd audit verify` walks the whole chain, always.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Protocol
+
+from bonusd.audit.chain import AuditRecord, ChainCheck, Kind, from_jsonl
+from bonusd.audit.checked import Changed, CheckedTrail
+from bonusd.clocks.clock import Clock
+from bonusd.errors import AuditFormatError
+
+logger = logging.getLogger(__name__)
+RECHECK_S = 86400.0  # the whole chain walked again this often (daemon clock)
+GONE = "the record is gone from Redis, or is not a record"
+READ_AT_ONCE = 500  # records read back in one round trip by a search of the trail
+
+Read = list[tuple[int, AuditRecord]]  # (position in the trail, the record read there)
+
+
+class TrailSource(Protocol):
+    """Where the records come from: the trail in Redis (`bonusd.audit.store.AuditStore`)."""
+
+    def batches(self, *, start: int = 0) -> AsyncIterator[list[AuditRecord]]:
+        """The records from list index `start` on, a batch at a time."""
+        ...
+
+    async def length_and_row(self, index: int) -> tuple[int, str | None]:
+        """The trail's length and the JSON of its record at `index` (None: none)."""
+        ...
+
+    async def rows(self, indexes: Sequence[int]) -> list[str | None]:
+        """The JSON of the records at `indexes` (None where there is none)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TrailPart:
+    """Records read back from the trail, and the chain's check as it stands for them: the
+    walk's, or the first of them found not to be the record checked at its place."""
+
+    records: list[AuditRecord]
+    check: ChainCheck
+    total: int  # records in the trail as checked
+
+
+class TrailReads:
+    """One site's trail as the daemon has checked it, read a part at a time."""
+
+    def __init__(
+        self, store: TrailSource, clock: Clock | None = None, recheck_s: float = RECHECK_S
+    ) -> None:
+        self._store = store
+        self._clock, self._recheck_s = clock, recheck_s
+        self._trail = CheckedTrail()
+        self._walked_at: dt.datetime | None = None  # when the last whole walk began
+        self._rewalk = False  # a read found a record changed: walk it all again
+        self._lock = asyncio.Lock()  # one walk at a time; reads wait for it
+        self._searches = asyncio.Semaphore(1)  # one search through the trail at a time
+
+    @property
+    def walked_at(self) -> dt.datetime | None:
+        """When the last walk from the first record began (the daemon's clock)."""
+        return self._walked_at
+
+    async def checked(self) -> CheckedTrail:
+        """The trail checked to its end as it is now (see the module's docstring)."""
+        async with self._lock:
+            trail, now = self._trail, self._clock.now() if self._clock else None
+            if await self._whole_walk_due(trail, now):
+                trail, self._walked_at, self._rewalk = CheckedTrail(trail), now, False
+            async for batch in self._store.batches(start=trail.count):
+                trail.add(batch)
+            self._trail = trail
+            return trail
+
+    async def _whole_walk_due(self, trail: CheckedTrail, now: dt.datetime | None) -> bool:
+        if trail.count == 0 or self._rewalk:
+            return True
+        since = None if now is None or self._walked_at is None else now - self._walked_at
+        if since is not None and since.total_seconds() >= self._recheck_s:
+            return True
+        length, row = await self._store.length_and_row(trail.count - 1)
+        if length < trail.count or row is None or _hash_of(row) != trail.tip:
+            logger.warning(
+                "the audit trail in Redis is not the one checked (%d records, %d before, "
+                "or its record %d changed): walking its chain again from the first record",
+                length,
+                trail.count,
+                trail.count,
+            )
+            return True
+        return False
+
+    async def read(self, positions: Sequence[int], hint: str | None = None) -> Read:
+        """The records at `positions` (ascending), as read back now; a place that holds no
+        record (gone, or not one) is read as `MISSING`, for `held` to report. With `hint`,
+        a record whose JSON, in lower case, does not hold it is left out unparsed."""
+        rows = await self._store.rows(positions)
+        out: Read = []
+        for position, row in zip(positions, rows, strict=True):
+            if hint is not None and row is not None and hint not in row.lower():
+                continue
+            try:
+                recs = from_jsonl(row, first_line=position + 1) if row is not None else []
+            except AuditFormatError:
+                recs = []
+            out.append((position, recs[0] if len(recs) == 1 else MISSING))
+        return out
+
+    def held(self, trail: CheckedTrail, read: Read) -> ChainCheck:
+        """The chain's check for records read back: the walk's, unless one of them is not
+        the record checked at its place (the first such is named, and the whole chain is
+        walked again at the next read)."""
+        changes = [
+            trail.holds(pos, rec) if rec is not MISSING else Changed(pos, GONE) for pos, rec in read
+        ]
+        changed = min((c for c in changes if c), key=lambda c: c.position, default=None)
+        if changed is None:
+            return trail.check
+        self._rewalk = True
+        logger.error("audit trail: record %d: %s", changed.position + 1, changed.reason)
+        return changed.check()
+
+    async def draw(self, draw_id: str) -> TrailPart:
+        """`draw_id`'s records (a draw's subject or a RAPS jackpot's id) and every rule
+        change, in trail order."""
+        trail = await self.checked()
+        read = await self.read(trail.of_draw(draw_id))
+        return self._part(trail, read)
+
+    async def of_kind(self, kind: Kind) -> TrailPart:
+        """Every record of `kind`, in trail order."""
+        trail = await self.checked()
+        return self._part(trail, await self.read(trail.of_kind(kind)))
+
+    async def page(
+        self,
+        count: int,
+        *,
+        before: int | None = None,
+        kind: str | None = None,
+        match: Callable[[AuditRecord], bool] | None = None,
+        hint: str | None = None,
+    ) -> TrailPart:
+        """At most `count` records, newest first: with seq below `before`, of `kind`, and
+        for which `match` holds. Without `match` only the page is read; with it the trail
+        is searched from its newest record back, `READ_AT_ONCE` records a round trip, one
+        search at a time, and only the records whose JSON holds `hint` (lower case: text
+        that every record `match` takes holds) are parsed and matched."""
+        trail = await self.checked()
+        end = trail.count if before is None else max(0, min(before - 1, trail.count))
+        places: Iterable[int] = range(end - 1, -1, -1)
+        if kind is not None:
+            places = (p for p in reversed(trail.of_kind(kind)) if p < end)
+        if match is None:
+            read = await self.read(sorted(islice(places, count)))
+            return self._part(trail, list(reversed(read)))
+        async with self._searches:
+            found = []
+            for chunk in _chunks(iter(places), READ_AT_ONCE):
+                read = await self.read(sorted(chunk), hint)
+                found += [(p, rec) for p, rec in reversed(read) if rec is MISSING or match(rec)]
+                if len(found) >= count:
+                    break
+        return self._part(trail, found[:count])
+
+    def _part(self, trail: CheckedTrail, read: Read) -> TrailPart:
+        records = [rec for _, rec in read if rec is not MISSING]
+        return TrailPart(records, self.held(trail, read), trail.count)
+
+
+MISSING = AuditRecord(0, "", "", "", {}, "", "")
+"""What `TrailReads.read` gives for a place that holds no record."""
+
+
+def _chunks(places: Iterator[int], size: int) -> Iterator[list[int]]:
+    while chunk := list(islice(places, size)):
+        yield chunk
+
+
+def _hash_of(row: str) -> str:
+    try:
+        recs = from_jsonl(row)
+    except AuditFormatError:
+        return ""
+    return recs[0].hash if len(recs) == 1 else ""
