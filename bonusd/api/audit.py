@@ -21,6 +21,7 @@ from bonusd.audit.digest import digest_text, last_finished_day, not_over
 from bonusd.errors import ConflictError
 
 router = APIRouter(tags=["audit"])
+HINT_CUTS = (", ", ": ", "{", "}")  # a searched text holding one is matched on every record
 
 
 class AuditRecordOut(BaseModel):
@@ -66,9 +67,10 @@ async def audit(
     def matches(rec: AuditRecord) -> bool:
         return needle in json.dumps(row(rec), ensure_ascii=False).lower()
 
-    # a record's JSON in Redis (canonical: no spaces) holds any text of it that does not
-    # run across a separator (", " and ": " here), so the search parses only those
-    hint = needle if needle and ", " not in needle and ": " not in needle else None
+    # a record's JSON in Redis (canonical: keys sorted, no spaces, with `prev_hash`) holds
+    # any text of it that runs across no separator (", " and ": " here) and not past its
+    # first or last field (its braces), so the search parses only the records holding that
+    hint = needle if needle and not any(cut in needle for cut in HINT_CUTS) else None
     part = await ctx.audit.reads.page(
         count, before=before, kind=kind or None, match=matches if needle else None, hint=hint
     )

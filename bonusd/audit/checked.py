@@ -15,10 +15,47 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bonusd.audit.chain import AuditRecord, ChainCheck, ChainWalk, Kind, record_hash
+from bonusd.audit.chain import (
+    AuditRecord,
+    ChainCheck,
+    ChainWalk,
+    Kind,
+    from_jsonl,
+    record_hash,
+)
+from bonusd.errors import AuditFormatError
 
 HASH_KEPT = 16  # bytes of each record's hash kept: 20,000 records hold 320 KB
 REWRITTEN = "the record is not the one this daemon checked at its place before (rewritten)"
+UNREADABLE_WHY = "the record is gone from Redis, or is not a record"
+
+UNREADABLE = AuditRecord(0, "", "", "", {}, "", "")
+"""What a place of the trail that holds no record (gone, not JSON, a field missing or of the
+wrong type) is read as: it breaks the chain at its place, with `UNREADABLE_WHY`."""
+
+_TYPES = (int, str, str, str, dict, str, str)  # seq, time, actor, kind, payload, prev_hash, hash
+
+
+def readable(row: str | None, position: int) -> AuditRecord:
+    """The record a row of the trail holds, or `UNREADABLE`: no row, not one JSON record,
+    or a field of the wrong type (a bool is no seq)."""
+    if row is None:
+        return UNREADABLE
+    try:
+        recs = from_jsonl(row, first_line=position + 1)
+    except AuditFormatError:
+        return UNREADABLE
+    if len(recs) != 1:
+        return UNREADABLE
+    fields = _fields(recs[0])
+    if isinstance(recs[0].seq, bool) or not all(map(isinstance, fields, _TYPES)):
+        return UNREADABLE
+    return recs[0]
+
+
+def _fields(rec: AuditRecord) -> tuple[object, ...]:
+    """The record's fields, in order, not copied."""
+    return (rec.seq, rec.time, rec.actor, rec.kind, rec.payload, rec.prev_hash, rec.hash)
 
 
 @dataclass(frozen=True)
@@ -39,11 +76,13 @@ class CheckedTrail:
     def __init__(self, before: CheckedTrail | None = None) -> None:
         self.walk = ChainWalk()
         self.tip = ""  # the hash of the last record given ("" before any)
-        # the trail as checked before this walk of it: a record it held that this walk
-        # finds different was rewritten since (whatever the chain says on its own)
-        self._before = bytes(before._hashes) if before is not None else b""
-        self.rewritten: Changed | None = None
         self._hashes: bytearray = bytearray()
+        # the trail as checked before this walk of it: a record it held that this walk finds
+        # different was rewritten since, whatever the chain says on its own; found once, it
+        # is kept by every walk after it (until the daemon restarts)
+        self._before = bytes(before._hashes) if before is not None else b""
+        self.rewritten: Changed | None = before.rewritten if before is not None else None
+        self.unreadable: Changed | None = None  # the first place that holds no record
         self._draws: dict[str, array[int]] = {}
         self._kinds: dict[str, array[int]] = {}
 
@@ -53,23 +92,30 @@ class CheckedTrail:
 
     @property
     def check(self) -> ChainCheck:
-        """The walk's check, or the first record rewritten since the walk before."""
+        """The walk's check, or the first place found unreadable or rewritten when earlier
+        (or the same: its reason is the more precise)."""
         walked = self.walk.check
-        if self.rewritten is None or (not walked.ok and walked.checked <= self.rewritten.position):
+        faults = [c for c in (self.unreadable, self.rewritten) if c is not None]
+        first = min(faults, key=lambda c: c.position, default=None)
+        if first is None or (not walked.ok and walked.checked < first.position):
             return walked
-        return self.rewritten.check()
+        return first.check()
 
     def add(self, batch: Sequence[AuditRecord]) -> None:
-        """The next records of the trail, in order."""
+        """The next records of the trail, in order (`UNREADABLE` for a place that holds
+        none: `readable`)."""
         start = self.walk.count
         self.walk.add(batch)
         for position, rec in enumerate(batch, start):
             kept, at = _kept(rec.hash), position * HASH_KEPT
+            self._hashes += kept
+            if rec is UNREADABLE:
+                self.unreadable = self.unreadable or Changed(position, UNREADABLE_WHY)
+                continue
             if self.rewritten is None and self._before[at : at + HASH_KEPT] not in (b"", kept):
                 self.rewritten = Changed(position, REWRITTEN)
-            self._hashes += kept
             self._kinds.setdefault(rec.kind, array("L")).append(position)
-            draw = rec.payload.get("draw_id") if isinstance(rec.payload, dict) else None
+            draw = rec.payload.get("draw_id")
             if draw is not None:
                 self._draws.setdefault(str(draw), array("L")).append(position)
         if batch:
@@ -87,7 +133,10 @@ class CheckedTrail:
 
     def holds(self, position: int, rec: AuditRecord) -> Changed | None:
         """None when `rec`, read back from `position`, is the record checked there: its
-        seq, its hash over its content, and that hash the one kept; else what is off."""
+        seq (while the chain is intact), its hash over its content, and that hash the one
+        kept; else what is off."""
+        if rec is UNREADABLE:
+            return Changed(position, UNREADABLE_WHY)
         if not 0 <= position < self.count:
             return Changed(position, "the record was not checked yet")
         if rec.seq != position + 1 and self.check.ok:

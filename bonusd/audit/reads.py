@@ -26,14 +26,12 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Protocol
 
-from bonusd.audit.chain import AuditRecord, ChainCheck, Kind, from_jsonl
-from bonusd.audit.checked import Changed, CheckedTrail
+from bonusd.audit.chain import AuditRecord, ChainCheck, Kind
+from bonusd.audit.checked import UNREADABLE, CheckedTrail, readable
 from bonusd.clocks.clock import Clock
-from bonusd.errors import AuditFormatError
 
 logger = logging.getLogger(__name__)
 RECHECK_S = 86400.0  # the whole chain walked again this often (daemon clock)
-GONE = "the record is gone from Redis, or is not a record"
 READ_AT_ONCE = 500  # records read back in one round trip by a search of the trail
 
 Read = list[tuple[int, AuditRecord]]  # (position in the trail, the record read there)
@@ -42,8 +40,9 @@ Read = list[tuple[int, AuditRecord]]  # (position in the trail, the record read 
 class TrailSource(Protocol):
     """Where the records come from: the trail in Redis (`bonusd.audit.store.AuditStore`)."""
 
-    def batches(self, *, start: int = 0) -> AsyncIterator[list[AuditRecord]]:
-        """The records from list index `start` on, a batch at a time."""
+    def batches(self, *, start: int = 0, lenient: bool = False) -> AsyncIterator[list[AuditRecord]]:
+        """The records from list index `start` on, a batch at a time; when `lenient`, a row
+        that holds no record as `UNREADABLE`."""
         ...
 
     async def length_and_row(self, index: int) -> tuple[int, str | None]:
@@ -85,13 +84,18 @@ class TrailReads:
         return self._walked_at
 
     async def checked(self) -> CheckedTrail:
-        """The trail checked to its end as it is now (see the module's docstring)."""
+        """The trail checked to its end as it is now (see the module's docstring). A whole
+        walk that fails part-way (Redis gone) changes nothing: the next read walks again;
+        a walk on from where the last stopped keeps the whole batches it checked."""
         async with self._lock:
             trail, now = self._trail, self._clock.now() if self._clock else None
-            if await self._whole_walk_due(trail, now):
-                trail, self._walked_at, self._rewalk = CheckedTrail(trail), now, False
-            async for batch in self._store.batches(start=trail.count):
+            whole = await self._whole_walk_due(trail, now)
+            if whole:
+                trail = CheckedTrail(trail)
+            async for batch in self._store.batches(start=trail.count, lenient=True):
                 trail.add(batch)
+            if whole:
+                self._walked_at, self._rewalk = now, False
             self._trail = trail
             return trail
 
@@ -102,7 +106,7 @@ class TrailReads:
         if since is not None and since.total_seconds() >= self._recheck_s:
             return True
         length, row = await self._store.length_and_row(trail.count - 1)
-        if length < trail.count or row is None or _hash_of(row) != trail.tip:
+        if length < trail.count or readable(row, trail.count - 1).hash != trail.tip:
             logger.warning(
                 "the audit trail in Redis is not the one checked (%d records, %d before, "
                 "or its record %d changed): walking its chain again from the first record",
@@ -115,27 +119,20 @@ class TrailReads:
 
     async def read(self, positions: Sequence[int], hint: str | None = None) -> Read:
         """The records at `positions` (ascending), as read back now; a place that holds no
-        record (gone, or not one) is read as `MISSING`, for `held` to report. With `hint`,
-        a record whose JSON, in lower case, does not hold it is left out unparsed."""
+        record (gone, or not one) is read as `UNREADABLE`, for `held` to report. With
+        `hint`, a record whose JSON, in lower case, does not hold it is left out unparsed."""
         rows = await self._store.rows(positions)
-        out: Read = []
-        for position, row in zip(positions, rows, strict=True):
-            if hint is not None and row is not None and hint not in row.lower():
-                continue
-            try:
-                recs = from_jsonl(row, first_line=position + 1) if row is not None else []
-            except AuditFormatError:
-                recs = []
-            out.append((position, recs[0] if len(recs) == 1 else MISSING))
-        return out
+        return [
+            (position, readable(row, position))
+            for position, row in zip(positions, rows, strict=True)
+            if hint is None or row is None or hint in row.lower()
+        ]
 
     def held(self, trail: CheckedTrail, read: Read) -> ChainCheck:
         """The chain's check for records read back: the walk's, unless one of them is not
         the record checked at its place (the first such is named, and the whole chain is
         walked again at the next read)."""
-        changes = [
-            trail.holds(pos, rec) if rec is not MISSING else Changed(pos, GONE) for pos, rec in read
-        ]
+        changes = [trail.holds(pos, rec) for pos, rec in read]
         changed = min((c for c in changes if c), key=lambda c: c.position, default=None)
         if changed is None:
             return trail.check
@@ -151,9 +148,13 @@ class TrailReads:
         return self._part(trail, read)
 
     async def of_kind(self, kind: Kind) -> TrailPart:
-        """Every record of `kind`, in trail order."""
+        """Every record of `kind`, in trail order, but those not as checked at their place
+        (the check names the first, and each is logged)."""
         trail = await self.checked()
-        return self._part(trail, await self.read(trail.of_kind(kind)))
+        read = await self.read(trail.of_kind(kind))
+        check = self.held(trail, read)
+        records = [rec for pos, rec in read if trail.holds(pos, rec) is None]
+        return TrailPart(records, check, trail.count)
 
     async def page(
         self,
@@ -181,28 +182,16 @@ class TrailReads:
             found = []
             for chunk in _chunks(iter(places), READ_AT_ONCE):
                 read = await self.read(sorted(chunk), hint)
-                found += [(p, rec) for p, rec in reversed(read) if rec is MISSING or match(rec)]
+                found += [(p, rec) for p, rec in reversed(read) if rec is UNREADABLE or match(rec)]
                 if len(found) >= count:
                     break
         return self._part(trail, found[:count])
 
     def _part(self, trail: CheckedTrail, read: Read) -> TrailPart:
-        records = [rec for _, rec in read if rec is not MISSING]
+        records = [rec for _, rec in read if rec is not UNREADABLE]
         return TrailPart(records, self.held(trail, read), trail.count)
-
-
-MISSING = AuditRecord(0, "", "", "", {}, "", "")
-"""What `TrailReads.read` gives for a place that holds no record."""
 
 
 def _chunks(places: Iterator[int], size: int) -> Iterator[list[int]]:
     while chunk := list(islice(places, size)):
         yield chunk
-
-
-def _hash_of(row: str) -> str:
-    try:
-        recs = from_jsonl(row)
-    except AuditFormatError:
-        return ""
-    return recs[0].hash if len(recs) == 1 else ""

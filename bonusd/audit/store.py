@@ -40,6 +40,7 @@ from bonusd.audit.chain import (
     next_record,
     utc_text,
 )
+from bonusd.audit.checked import readable
 from bonusd.audit.reads import RECHECK_S, TrailReads
 from bonusd.audit.writes import StepFile, StepWrites
 from bonusd.clocks.clock import Clock
@@ -230,13 +231,20 @@ class AuditStore:
         return from_jsonl("\n".join(rows))
 
     async def batches(
-        self, size: int | None = None, budget: int = BATCH_BYTES, *, start: int = 0
+        self,
+        size: int | None = None,
+        budget: int = BATCH_BYTES,
+        *,
+        start: int = 0,
+        lenient: bool = False,
     ) -> AsyncIterator[list[AuditRecord]]:
         """The trail's records in order from list index `start`, as far as it reached when
         the first batch was read: a long trail read without holding all of it. At most
         `size` (`BATCH`) at a time: first `FIRST_BATCH`, then as many as would fit in
         `budget` bytes of JSON at the size of the batch before (at least one), since a few
-        records (a redraw's tickets passed over) can hold most of a night's bytes."""
+        records (a redraw's tickets passed over) can hold most of a night's bytes. A row
+        that is not a record raises `AuditFormatError`, or, when `lenient`, is given as
+        `UNREADABLE` in its place (`bonusd.audit.checked.readable`)."""
         size = size or BATCH
         length = await self._redis.llen(self._list)
         step = min(size, FIRST_BATCH)  # then as many as fit at the sizes seen
@@ -246,7 +254,10 @@ class AuditStore:
             if not rows:
                 return  # trimmed meanwhile: what is left is past this pass
             held = sum(map(len, rows))
-            records = from_jsonl("\n".join(rows), first_line=start + 1)  # line n: seq n
+            if lenient:
+                records = [readable(row, at) for at, row in enumerate(rows, start)]
+            else:
+                records = from_jsonl("\n".join(rows), first_line=start + 1)  # line n: seq n
             start += len(rows)
             step = max(1, min(size, budget * len(rows) // max(held, 1)))
             del rows

@@ -28,6 +28,7 @@ QUERIES = [
     {"count": "5000"},
     {"q": '"kind": "override"', "count": "4"},  # runs across ": ": every record parsed
     {"q": '"card-1', "count": "50"},
+    {"q": '{"seq', "count": "3"},  # the first field: not where the stored JSON has it
 ]
 
 
@@ -67,6 +68,9 @@ async def test_the_trail_read_a_batch_at_a_time_answers_as_the_whole_trail(
         body = (await daemon.http.get("/audit", params=query)).json()
         assert [r["seq"] for r in body["records"]] == expected(records, query), query
         assert (body["total"], body["ok"]) == (len(records), True)
+    tail = {"q": records[9].hash[-8:] + '"}', "count": "5"}  # the last field: `hash` here
+    body = (await daemon.http.get("/audit", params=tail)).json()
+    assert [r["seq"] for r in body["records"]] == expected(records, tail) == [10]
     assert differences(before, await snapshot(raw, daemon.service.keys.base)) == []
     # an insider edits record 5 without re-hashing: the first answer that shows it says
     # where it broke, and so does every answer after it (the chain is walked again)

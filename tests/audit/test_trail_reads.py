@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 
 from bonusd.audit import reads as reads_module
 from bonusd.audit.chain import AuditLog, AuditRecord, Kind, record_hash, verify_chain
-from bonusd.audit.checked import REWRITTEN, CheckedTrail
+from bonusd.audit.checked import REWRITTEN, UNREADABLE_WHY, CheckedTrail
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.infra.keys import Keys
@@ -151,6 +151,14 @@ async def test_a_trail_rewritten_and_hashed_again_is_caught_though_its_chain_hol
     await _replace(aredis, site, forged)
     part = await store.reads.page(3)
     assert not part.check.ok and part.check.broken_at == 12 and part.check.reason == REWRITTEN
+    # the alarm stays through later whole walks: a trail cut short and put back, a day on
+    key = Keys("bonusd", site).audit
+    last = await aredis.rpop(key)
+    assert (await store.reads.page(3)).check.reason == REWRITTEN
+    await aredis.rpush(key, last)
+    clock.advance(3600)
+    for _ in range(2):
+        assert (await store.reads.page(3)).check.broken_at == 12
 
 
 async def test_a_trail_restored_shorter_is_walked_again_without_an_alarm(
@@ -162,16 +170,54 @@ async def test_a_trail_restored_shorter_is_walked_again_without_an_alarm(
     assert part.check.ok and part.total == 20 and [r.seq for r in part.records] == [20, 19, 18]
 
 
-async def test_a_record_gone_or_not_a_record_is_named(
+async def test_a_record_gone_or_not_a_record_is_named_by_every_read_after(
     aredis: aioredis.Redis, site: str, clock: ManualClock
 ) -> None:
-    store = await _store(aredis, site, clock)
-    key = Keys("bonusd", site).audit
-    await store.reads.page(3)
-    await aredis.lset(key, 28, "not json")  # seq 29
+    store, _ = await _walked(aredis, site, clock)
+    await aredis.lset(Keys("bonusd", site).audit, 28, "not json")  # seq 29
     part = await store.reads.page(3)
     assert [r.seq for r in part.records] == [30, 28] and part.check.broken_at == 29
-    assert part.check.reason == reads_module.GONE
+    assert part.check.reason == UNREADABLE_WHY
+    for _ in range(2):  # walked again: no error, and every read says so, shown or not
+        part = await store.reads.page(1)
+        assert [r.seq for r in part.records] == [30]
+        assert (part.check.broken_at, part.check.reason) == (29, UNREADABLE_WHY)
+
+
+@pytest.mark.parametrize(
+    "field", [{"kind": ["pick"]}, {"payload": ["x"]}, {"seq": True}, {"time": 5}]
+)
+async def test_a_record_of_the_wrong_form_hashed_as_it_is_breaks_the_chain_not_the_reads(
+    aredis: aioredis.Redis, site: str, clock: ManualClock, field: dict[str, Any]
+) -> None:
+    store, records = await _walked(aredis, site, clock)
+    odd = dataclasses.replace(records[29], **field)
+    odd = dataclasses.replace(odd, hash=record_hash(odd.body()))  # its own hash holds
+    await _replace(aredis, site, [*records[:29], odd])
+    for part in (await store.reads.page(3), await store.reads.draw(DRAWS[1])):
+        assert (part.check.broken_at, part.check.reason) == (30, UNREADABLE_WHY)
+
+
+async def test_a_whole_walk_that_fails_part_way_is_walked_again_at_the_next_read(
+    aredis: aioredis.Redis, site: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, records = await _walked(aredis, site, clock)
+    tampered = [*records[:3], dataclasses.replace(records[3], actor="x"), *records[4:]]
+    await _replace(aredis, site, tampered)
+    assert not (await store.reads.page(27)).check.ok  # shows seq 4: a whole walk is due
+    inner = store.batches
+
+    async def failing(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        async for batch in inner(*args, **kwargs):
+            yield batch
+            raise ConnectionError("Redis went away")
+
+    monkeypatch.setattr(store, "batches", failing)
+    with pytest.raises(ConnectionError):
+        await store.reads.page(1)
+    monkeypatch.setattr(store, "batches", inner)
+    part = await store.reads.page(1)  # shows seq 30 alone: the walk says where it broke
+    assert str(part.check) == str(verify_chain(tampered))
 
 
 async def test_a_search_reads_back_from_the_newest_record_and_stops_once_it_has_enough(
@@ -193,6 +239,16 @@ async def test_a_search_reads_back_from_the_newest_record_and_stops_once_it_has_
     assert asked == [[26, 27, 28, 29], [22, 23, 24, 25], [18, 19, 20, 21]]
     part = await store.reads.page(50, before=11, kind=Kind.PICK)
     assert [r.seq for r in part.records] == [10, 9, 8, 7, 6, 5, 4, 3, 2]
+
+
+async def test_the_rule_changes_leave_out_one_not_as_checked(
+    aredis: aioredis.Redis, site: str, clock: ManualClock
+) -> None:
+    store, records = await _walked(aredis, site, clock)
+    edited = dataclasses.replace(records[10], payload={"n": 99})  # seq 11, a rule change
+    await _replace(aredis, site, [*records[:10], edited, *records[11:]])
+    part = await store.reads.of_kind(Kind.RULE_CHANGE)
+    assert [r.seq for r in part.records] == [1, 21] and part.check.broken_at == 11
 
 
 def test_kept_hashes_do_not_hold_a_record_of_another_place() -> None:
