@@ -1,8 +1,9 @@
 """The daemon's reads of a long audit trail (`AuditStore.reads`, docs/fairness.md "Reading
 the trail"): a page of the desk's Audit tab, one draw's records for its report or check,
-and a text search, each beside the whole walk of the chain the same read made before
-(the baseline) and beside a bare read of the same records from Redis (the floor; for the
-search, every record's JSON read and none parsed).
+a gaming day's digest and a text search, each beside the whole walk of the chain the same
+read made before (the baseline) and beside a bare read of the same records from Redis
+(the floor; for the digest, its last record and the day's first; for the search, every
+record's JSON read and none parsed).
 
     .venv/bin/python loadtests/bench_trail.py [--records 20000] [--draws 200] [--runs 7]
 
@@ -28,15 +29,18 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import redis.asyncio as aioredis
 
+from bonusd.audit.anchor import trail_digests
 from bonusd.audit.chain import AuditLog, AuditRecord, ChainWalk, Kind, from_jsonl
 from bonusd.audit.store import AuditStore
-from bonusd.clocks.clock import ManualClock
+from bonusd.clocks.clock import GamingCalendar, ManualClock
 from bonusd.infra.keys import Keys
 
 START = dt.datetime(2026, 10, 1, 7, tzinfo=dt.UTC)
+CALENDAR = GamingCalendar(ZoneInfo("Africa/Johannesburg"), dt.time(8, 0))
 PAGE = 100  # the desk's Audit tab asks for 100 records
 Result = tuple[list[int], str]  # the seqs read and the chain's check
 
@@ -68,6 +72,19 @@ async def _whole_draw(store: AuditStore, draw: str) -> Result:
     """What a draw's report and check did before: the whole chain walked (`Picked`)."""
     picked = await store.draw(draw)
     return [r.seq for r in picked.of(draw)], str(picked.walk.check)
+
+
+async def _whole_digest(store: AuditStore, day: dt.date) -> Result:
+    """What `GET /audit/digest` did before: the day's digest folded from the whole trail."""
+    [digest] = await trail_digests(store, [day], site="bench", calendar=CALENDAR)
+    return [digest.last_seq, digest.records], digest.chain
+
+
+async def _new_digest(store: AuditStore, day: dt.date) -> Result:
+    digest = await store.reads.day_digest(day, site="bench", calendar=CALENDAR)
+    if digest is None:
+        raise SystemExit("the walk gave no digest of an intact trail")
+    return [digest.last_seq, digest.records], digest.chain
 
 
 async def _bare(redis: aioredis.Redis, key: str, seqs: list[int]) -> Result:
@@ -124,6 +141,7 @@ async def main(args: argparse.Namespace) -> None:
             appended[0] += 1
 
         draw, needle = "bench.d0007", "c0000042"
+        day = CALENDAR.gaming_day(START + dt.timedelta(seconds=15 * args.records))
         ways: dict[str, tuple[Callable[[], Awaitable[Result]], Callable[[], Awaitable[Result]]]] = {
             f"a page of the Audit tab ({PAGE} newest)": (
                 lambda: _whole_page(store, None),
@@ -132,6 +150,10 @@ async def main(args: argparse.Namespace) -> None:
             f"one draw's records ({draw})": (
                 lambda: _whole_draw(store, draw),
                 lambda: _new_draw(store, draw),
+            ),
+            f"a gaming day's digest ({day})": (
+                lambda: _whole_digest(store, day),
+                lambda: _new_digest(store, day),
             ),
             f"a text search ('{needle}', found near the start)": (
                 lambda: _whole_page(store, needle),
@@ -145,6 +167,9 @@ async def main(args: argparse.Namespace) -> None:
             if old != new:
                 raise SystemExit(f"{name}: the reads differ: {old[1]} / {new[1]}")
             bare = functools.partial(_bare, redis, keys.audit, new[0])
+            if "digest" in name:  # its last record and the day's first
+                seqs = [new[0][0], new[0][0] - new[0][1] + 1]
+                bare = functools.partial(_bare, redis, keys.audit, sorted(seqs))
             if "search" in name:
                 bare = functools.partial(_bare_rows, redis, keys.audit)
             took_old = await _median(before, grow, max(1, args.runs // 3))

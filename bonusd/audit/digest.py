@@ -182,6 +182,31 @@ def day_digest(
     return fold.digest()
 
 
+def walked_digest(
+    *,
+    site: str,
+    day: dt.date,
+    calendar: GamingCalendar,
+    last: AuditRecord | None,
+    first: AuditRecord | None,
+    records: int,
+) -> DayDigest:
+    """The digest of gaming day `day` from what a walk of an intact chain knows (what
+    `day_digest` gives from the same chain): `last`, the last record before the day's close
+    (None: none), `first`, the day's first record (None: none), and the day's count."""
+    return DayDigest(
+        site=site,
+        day=day,
+        closes=_time_key(calendar.day_closes(day)),
+        last_seq=last.seq if last else 0,
+        head_hash=last.hash if last else GENESIS,
+        records=records,
+        first_time=first.time if first else None,
+        last_time=last.time if last and records else None,
+        chain=str(ChainCheck(last.seq if last else 0)),
+    )
+
+
 def _time_key(instant: dt.datetime) -> str:
     """`utc_text` with the year in four digits for any year (strftime writes year 500 as
     `500`), so the records' times compare as text with it."""

@@ -28,7 +28,8 @@ from typing import Protocol
 
 from bonusd.audit.chain import AuditRecord, ChainCheck, Kind
 from bonusd.audit.checked import UNREADABLE, CheckedTrail, readable
-from bonusd.clocks.clock import Clock
+from bonusd.audit.digest import DayDigest, walked_digest
+from bonusd.clocks.clock import Clock, GamingCalendar
 
 logger = logging.getLogger(__name__)
 RECHECK_S = 86400.0  # the whole chain walked again this often (daemon clock)
@@ -155,6 +156,30 @@ class TrailReads:
         check = self.held(trail, read)
         records = [rec for pos, rec in read if trail.holds(pos, rec) is None]
         return TrailPart(records, check, trail.count)
+
+    async def day_digest(
+        self, day: dt.date, *, site: str, calendar: GamingCalendar
+    ) -> DayDigest | None:
+        """Gaming day `day`'s digest from the walk, as `DigestFold` takes it from the whole
+        trail (two records read back and held), or None when the walk cannot give it: the
+        chain broken, a time not in form, a record read back not as checked. The caller
+        then folds the whole trail, which says where."""
+        trail = await self.checked()
+        span = trail.span(calendar.day_opens(day), calendar.day_closes(day))
+        if span is None:
+            return None
+        first, end = span
+        read = dict(await self.read(sorted({p for p in (first, end - 1) if 0 <= p < end})))
+        if not self.held(trail, list(read.items())).ok:
+            return None
+        return walked_digest(
+            site=site,
+            day=day,
+            calendar=calendar,
+            last=read.get(end - 1),
+            first=read.get(first),
+            records=end - first,
+        )
 
     async def page(
         self,
