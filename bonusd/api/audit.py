@@ -21,7 +21,9 @@ from bonusd.audit.digest import digest_text, last_finished_day, not_over
 from bonusd.errors import ConflictError
 
 router = APIRouter(tags=["audit"])
-HINT_CUTS = (", ", ": ", "{", "}")  # a searched text holding one is matched on every record
+# a searched text holding one is matched on every record: a separator as the Audit tab
+# shows a record, a brace, or a string's end and a comma (`time` ends the stored JSON)
+HINT_CUTS = (", ", ": ", "{", "}", '",')
 
 
 class AuditRecordOut(BaseModel):
@@ -68,8 +70,8 @@ async def audit(
         return needle in json.dumps(row(rec), ensure_ascii=False).lower()
 
     # a record's JSON in Redis (canonical: keys sorted, no spaces, with `prev_hash`) holds
-    # any text of it that runs across no separator (", " and ": " here) and not past its
-    # first or last field (its braces), so the search parses only the records holding that
+    # any text of it that runs across no separator and past no end of its first or last
+    # field (`HINT_CUTS`), so the search parses only the records holding that
     hint = needle if needle and not any(cut in needle for cut in HINT_CUTS) else None
     part = await ctx.audit.reads.page(
         count, before=before, kind=kind or None, match=matches if needle else None, hint=hint

@@ -115,6 +115,15 @@ def record_hash(body: Mapping[str, Json]) -> str:
     return hashlib.sha256(canonical_json(dict(body))).hexdigest()
 
 
+def content_hash(rec: AuditRecord) -> str | None:
+    """The hash of `rec`'s content, or None when it holds what canonical JSON cannot (a
+    float, a lone surrogate: read back from a tampered store, never written)."""
+    try:
+        return record_hash(rec.body())
+    except (TypeError, ValueError):
+        return None
+
+
 class AuditLog:
     """Builds records onto a chain; `records` may resume an existing, verified chain."""
 
@@ -203,7 +212,7 @@ class ChainWalk:
             if self.count == 1:
                 why = "the first record does not start from the genesis hash"
             return ChainCheck(index, expected_seq, why)
-        if record_hash(rec.body()) != rec.hash:
+        if content_hash(rec) != rec.hash:
             why = "hash does not match the record's content (modified)"
             return ChainCheck(index, expected_seq, why)
         if rec.time < self._last_time:

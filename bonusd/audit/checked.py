@@ -13,6 +13,7 @@ Positions are the trail's list indexes (seq n sits at n - 1 while the chain is i
 from __future__ import annotations
 
 import datetime as dt
+import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -23,8 +24,8 @@ from bonusd.audit.chain import (
     ChainCheck,
     ChainWalk,
     Kind,
+    content_hash,
     from_jsonl,
-    record_hash,
 )
 from bonusd.errors import AuditFormatError
 
@@ -158,7 +159,7 @@ class CheckedTrail:
             return Changed(position, "the record was not checked yet")
         if rec.seq != position + 1 and self.check.ok:
             return Changed(position, f"seq is {rec.seq} at place {position + 1}")
-        if record_hash(rec.body()) != rec.hash:
+        if content_hash(rec) != rec.hash:
             return Changed(position, "hash does not match the record's content (modified)")
         at = position * HASH_KEPT
         if self._hashes[at : at + HASH_KEPT] != _kept(rec.hash):
@@ -166,14 +167,15 @@ class CheckedTrail:
         return None
 
 
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _EPOCH = dt.datetime(1970, 1, 1)
 _MICRO = dt.timedelta(microseconds=1)
 
 
 def _micros(time: str) -> int | None:
     """A record's `time` (`2026-12-12T18:00:00.000000Z`) in microseconds since 1970, or None
-    when it is not in that form."""
-    if len(time) != 27 or time[10] != "T" or time[19] != "." or time[26] != "Z":
+    when it is not in exactly that form (then its order as text is its order in time)."""
+    if not _TIME.fullmatch(time):
         return None
     try:
         return (dt.datetime.fromisoformat(time[:26]) - _EPOCH) // _MICRO

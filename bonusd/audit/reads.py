@@ -91,12 +91,16 @@ class TrailReads:
         async with self._lock:
             trail, now = self._trail, self._clock.now() if self._clock else None
             whole = await self._whole_walk_due(trail, now)
+            if whole:  # a change a read finds meanwhile asks for the walk after this one
+                trail, self._rewalk = CheckedTrail(trail), False
+            try:
+                async for batch in self._store.batches(start=trail.count, lenient=True):
+                    trail.add(batch)
+            except BaseException:
+                self._rewalk = self._rewalk or whole
+                raise
             if whole:
-                trail = CheckedTrail(trail)
-            async for batch in self._store.batches(start=trail.count, lenient=True):
-                trail.add(batch)
-            if whole:
-                self._walked_at, self._rewalk = now, False
+                self._walked_at = now
             self._trail = trail
             return trail
 
@@ -130,13 +134,15 @@ class TrailReads:
         ]
 
     def held(self, trail: CheckedTrail, read: Read) -> ChainCheck:
-        """The chain's check for records read back: the walk's, unless one of them is not
-        the record checked at its place (the first such is named, and the whole chain is
-        walked again at the next read)."""
+        """The chain's check for records read back: the walk's, unless one of them, before
+        any break the walk found, is not the record checked at its place (the first such
+        is named, and the whole chain is walked again at the next read; a break the walk
+        knows is not walked again for at every read that shows it)."""
         changes = [trail.holds(pos, rec) for pos, rec in read]
         changed = min((c for c in changes if c), key=lambda c: c.position, default=None)
-        if changed is None:
-            return trail.check
+        known = trail.check
+        if changed is None or (not known.ok and known.checked <= changed.position):
+            return known
         self._rewalk = True
         logger.error("audit trail: record %d: %s", changed.position + 1, changed.reason)
         return changed.check()

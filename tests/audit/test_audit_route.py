@@ -71,6 +71,9 @@ async def test_the_trail_read_a_batch_at_a_time_answers_as_the_whole_trail(
     tail = {"q": records[9].hash[-8:] + '"}', "count": "5"}  # the last field: `hash` here
     body = (await daemon.http.get("/audit", params=tail)).json()
     assert [r["seq"] for r in body["records"]] == expected(records, tail) == [10]
+    time_end = {"q": '0z",', "count": "3"}  # `time` and a comma here, the stored JSON's end
+    body = (await daemon.http.get("/audit", params=time_end)).json()
+    assert [r["seq"] for r in body["records"]] == expected(records, time_end) == [20, 19, 18]
     assert differences(before, await snapshot(raw, daemon.service.keys.base)) == []
     # an insider edits record 5 without re-hashing: the first answer that shows it says
     # where it broke, and so does every answer after it (the chain is walked again)

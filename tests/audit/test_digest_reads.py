@@ -89,3 +89,24 @@ async def test_the_walk_gives_no_digest_it_cannot_vouch_for(
     odd = dataclasses.replace(odd, hash=record_hash(odd.body()))
     await put_trail(aredis, keys.audit, [*records[:7], odd])
     assert await store.reads.day_digest(day, site=site, calendar=CALENDAR) is None
+
+
+async def test_a_time_out_of_form_leaves_the_digest_to_the_whole_fold(
+    aredis: aioredis.Redis, site: str
+) -> None:
+    keys, records = Keys("bonusd", site), trail(INSTANTS)
+    day = dt.date(2026, 10, 6)
+    # the same instant as an ISO week date, and with a second Z: the chain holds (times
+    # compare as text), but their order as text is not their order in time
+    for odd_time, counted in (
+        ("2026-W41-2T05:00:00.000000Z", 1),  # after every close of 2026 as text
+        ("2026-10-07T05:00:00.000000ZZ", 2),  # before this close as text
+    ):
+        odd = dataclasses.replace(records[7], time=odd_time)
+        odd = dataclasses.replace(odd, hash=record_hash(odd.body()))
+        await put_trail(aredis, keys.audit, [*records[:7], odd])
+        store = AuditStore(aredis, keys)  # a daemon that never saw the trail before
+        assert (await store.reads.page(8)).check.ok  # the reads go on
+        assert await store.reads.day_digest(day, site=site, calendar=CALENDAR) is None
+        [whole] = await trail_digests(store, [day], site=site, calendar=CALENDAR)
+        assert whole.intact and whole.records == counted  # the fold orders times as text

@@ -178,10 +178,14 @@ async def test_a_record_gone_or_not_a_record_is_named_by_every_read_after(
     part = await store.reads.page(3)
     assert [r.seq for r in part.records] == [30, 28] and part.check.broken_at == 29
     assert part.check.reason == UNREADABLE_WHY
+    counted = Counted(store)
     for _ in range(2):  # walked again: no error, and every read says so, shown or not
         part = await store.reads.page(1)
         assert [r.seq for r in part.records] == [30]
         assert (part.check.broken_at, part.check.reason) == (29, UNREADABLE_WHY)
+    for _ in range(3):  # a break the walk knows, shown again: not walked for again
+        assert (await store.reads.page(3)).check.broken_at == 29
+    assert counted.starts.count(0) == 1
 
 
 @pytest.mark.parametrize(
@@ -196,6 +200,16 @@ async def test_a_record_of_the_wrong_form_hashed_as_it_is_breaks_the_chain_not_t
     await _replace(aredis, site, [*records[:29], odd])
     for part in (await store.reads.page(3), await store.reads.draw(DRAWS[1])):
         assert (part.check.broken_at, part.check.reason) == (30, UNREADABLE_WHY)
+
+
+async def test_a_payload_canonical_json_cannot_hold_breaks_the_chain_not_the_reads(
+    aredis: aioredis.Redis, site: str, clock: ManualClock
+) -> None:
+    store, records = await _walked(aredis, site, clock)
+    row = records[29].to_json().replace('"n":29', '"n":29.5')  # no hash can be made of it
+    await aredis.lset(Keys("bonusd", site).audit, 29, row)
+    for part in (await store.reads.page(3), await store.reads.page(1)):
+        assert part.check.broken_at == 30 and "does not match" in part.check.reason
 
 
 async def test_a_whole_walk_that_fails_part_way_is_walked_again_at_the_next_read(
