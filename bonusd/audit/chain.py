@@ -115,6 +115,19 @@ def record_hash(body: Mapping[str, Json]) -> str:
     return hashlib.sha256(canonical_json(dict(body))).hexdigest()
 
 
+_TYPES = (int, str, str, str, dict, str, str)  # seq, time, actor, kind, payload, prev_hash, hash
+NOT_A_RECORD = (
+    "not a record: a field of the wrong type (a payload not an object, a seq not a number)"
+)
+
+
+def well_formed(rec: AuditRecord) -> bool:
+    """Whether each of `rec`'s fields is of its type (a JSON object for `payload`; a bool
+    is no `seq`): a record read back from a tampered store may not be."""
+    fields = (rec.seq, rec.time, rec.actor, rec.kind, rec.payload, rec.prev_hash, rec.hash)
+    return not isinstance(rec.seq, bool) and all(map(isinstance, fields, _TYPES))
+
+
 def content_hash(rec: AuditRecord) -> str | None:
     """The hash of `rec`'s content, or None when it holds what canonical JSON cannot (a
     float, a lone surrogate: read back from a tampered store, never written)."""
@@ -200,6 +213,9 @@ class ChainWalk:
                 self._broken = self._link(rec)
 
     def _link(self, rec: AuditRecord) -> ChainCheck | None:
+        if not well_formed(rec):
+            index = self.count - 1
+            return ChainCheck(index, self.first_seq + index, NOT_A_RECORD)
         if self.count == 1 and self._anywhere:
             self.first_seq = rec.seq
             self._prev = GENESIS if rec.seq == 1 else rec.prev_hash

@@ -26,6 +26,7 @@ from bonusd.audit.chain import (
     Kind,
     content_hash,
     from_jsonl,
+    well_formed,
 )
 from bonusd.errors import AuditFormatError
 
@@ -36,8 +37,6 @@ UNREADABLE_WHY = "the record is gone from Redis, or is not a record"
 UNREADABLE = AuditRecord(0, "", "", "", {}, "", "")
 """What a place of the trail that holds no record (gone, not JSON, a field missing or of the
 wrong type) is read as: it breaks the chain at its place, with `UNREADABLE_WHY`."""
-
-_TYPES = (int, str, str, str, dict, str, str)  # seq, time, actor, kind, payload, prev_hash, hash
 
 
 def readable(row: str | None, position: int) -> AuditRecord:
@@ -51,15 +50,7 @@ def readable(row: str | None, position: int) -> AuditRecord:
         return UNREADABLE
     if len(recs) != 1:
         return UNREADABLE
-    fields = _fields(recs[0])
-    if isinstance(recs[0].seq, bool) or not all(map(isinstance, fields, _TYPES)):
-        return UNREADABLE
-    return recs[0]
-
-
-def _fields(rec: AuditRecord) -> tuple[object, ...]:
-    """The record's fields, in order, not copied."""
-    return (rec.seq, rec.time, rec.actor, rec.kind, rec.payload, rec.prev_hash, rec.hash)
+    return recs[0] if well_formed(recs[0]) else UNREADABLE
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -12,11 +13,13 @@ import pytest
 
 from bonusd.audit.chain import (
     GENESIS,
+    NOT_A_RECORD,
     AuditLog,
     AuditRecord,
     Kind,
     canonical_json,
     from_jsonl,
+    record_hash,
     to_jsonl,
     verify_chain,
 )
@@ -300,3 +303,23 @@ def test_a_unicode_line_separator_in_a_payload_survives_the_export(separator: st
     back = from_jsonl(to_jsonl(log.records))
     assert [r.payload.get("note") for r in back] == [note, None]
     assert verify_chain(back).ok
+
+
+@pytest.mark.parametrize(
+    "field",
+    [{"payload": ["x"]}, {"time": 5}, {"seq": "2"}, {"seq": True}, {"payload": {"n": 1.5}}],
+)
+def test_a_record_of_the_wrong_form_breaks_the_chain_there_and_the_check_goes_on(
+    field: dict[str, object],
+) -> None:
+    log = AuditLog()
+    for n in range(3):
+        at = dt.datetime(2026, 10, 3, 20, n, tzinfo=dt.UTC)
+        log.append(at=at, actor="desk", kind=Kind.PICK, payload={"n": n})
+    first, second, third = log.records
+    odd = dataclasses.replace(second, **field)  # type: ignore[arg-type]
+    with contextlib.suppress(TypeError):  # hashed as it is, where canonical JSON can
+        odd = dataclasses.replace(odd, hash=record_hash(odd.body()))
+    check = verify_chain([first, odd, third])
+    assert check.broken_at == 2
+    assert check.reason in (NOT_A_RECORD, "hash does not match the record's content (modified)")
