@@ -121,11 +121,20 @@ NOT_A_RECORD = (
 )
 
 
+UNREADABLE = AuditRecord(0, "", "", "", {}, "", "")
+"""What a place of a trail read back leniently holds when it holds no record (gone, not
+JSON, a field missing or of the wrong type): no record (`well_formed` is False)."""
+
+
 def well_formed(rec: AuditRecord) -> bool:
-    """Whether each of `rec`'s fields is of its type (a JSON object for `payload`; a bool
-    is no `seq`): a record read back from a tampered store may not be."""
+    """Whether `rec` is a record: each of its fields of its type (a JSON object for
+    `payload`; a bool is no `seq`); one read back from a tampered store may not be."""
     fields = (rec.seq, rec.time, rec.actor, rec.kind, rec.payload, rec.prev_hash, rec.hash)
-    return not isinstance(rec.seq, bool) and all(map(isinstance, fields, _TYPES))
+    return (
+        rec is not UNREADABLE
+        and not isinstance(rec.seq, bool)
+        and all(map(isinstance, fields, _TYPES))
+    )
 
 
 def content_hash(rec: AuditRecord) -> str | None:
@@ -213,6 +222,8 @@ class ChainWalk:
                 self._broken = self._link(rec)
 
     def _link(self, rec: AuditRecord) -> ChainCheck | None:
+        if self.count == 1 and self._anywhere and type(rec.seq) is int:
+            self.first_seq = rec.seq  # where an archive starts, even from a bad record
         if not well_formed(rec):
             index = self.count - 1
             return ChainCheck(index, self.first_seq + index, NOT_A_RECORD)

@@ -32,6 +32,7 @@ from bonusd.audit.chain import (
     ChainWalk,
     Json,
     utc_text,
+    well_formed,
 )
 from bonusd.clocks.clock import GamingCalendar
 from bonusd.errors import AuditFormatError
@@ -147,11 +148,11 @@ class DigestFold:
         self._last_time: str | None = None
 
     def add(self, records: Iterable[AuditRecord]) -> None:
-        upto = [rec for rec in records if rec.time < self._closes]
+        # a place that holds no record breaks the walk there, whatever its time says
+        upto = [rec for rec in records if not well_formed(rec) or rec.time < self._closes]
         self._walk.add(upto)
-        if upto:
-            self._last = upto[-1]
-        for rec in upto:
+        for rec in filter(well_formed, upto):
+            self._last = rec
             if rec.time >= self._opens:
                 self._count += 1
                 self._first_time = self._first_time or rec.time
@@ -333,8 +334,9 @@ class DigestChecks:
         batch = list(records)
         self._walk.add(batch)
         if batch and self._first_seq is None:
-            self._first_seq = batch[0].seq
-        for rec in batch:  # the first record of each wanted seq, as the chain holds it
+            first = batch[0].seq
+            self._first_seq = first if type(first) is int else self._walk.first_seq
+        for rec in filter(well_formed, batch):  # each wanted seq's first, as the chain holds it
             if rec.seq in self._wanted and rec.seq not in self._found:
                 self._found[rec.seq] = rec.hash
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Protocol
 
-from bonusd.audit.chain import AuditRecord, ChainCheck, Kind
-from bonusd.audit.checked import UNREADABLE, CheckedTrail, readable
+from bonusd.audit.chain import UNREADABLE, AuditRecord, ChainCheck, Kind
+from bonusd.audit.checked import CheckedTrail, readable
 from bonusd.audit.digest import DayDigest, walked_digest
 from bonusd.clocks.clock import Clock, GamingCalendar
 

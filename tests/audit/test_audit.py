@@ -16,6 +16,7 @@ from bonusd.audit.chain import (
     NOT_A_RECORD,
     AuditLog,
     AuditRecord,
+    ChainWalk,
     Kind,
     canonical_json,
     from_jsonl,
@@ -323,3 +324,14 @@ def test_a_record_of_the_wrong_form_breaks_the_chain_there_and_the_check_goes_on
     check = verify_chain([first, odd, third])
     assert check.broken_at == 2
     assert check.reason in (NOT_A_RECORD, "hash does not match the record's content (modified)")
+
+
+def test_an_archive_starting_with_a_bad_record_is_broken_where_it_starts() -> None:
+    log = AuditLog()
+    for n in range(7):
+        at = dt.datetime(2026, 10, 3, 20, n, tzinfo=dt.UTC)
+        log.append(at=at, actor="desk", kind=Kind.PICK, payload={"n": n})
+    fifth = dataclasses.replace(log.records[4], payload=["x"])  # type: ignore[arg-type]
+    walk = ChainWalk(anywhere=True)  # an archive whose first months were deleted
+    walk.add([fifth, *log.records[5:]])
+    assert (walk.check.broken_at, walk.check.reason) == (5, NOT_A_RECORD)

@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 
 from bonusd.audit.anchor import trail_digests
 from bonusd.audit.chain import record_hash
+from bonusd.audit.digest import DigestChecks
 from bonusd.audit.store import AuditStore
 from bonusd.clocks.clock import ManualClock
 from bonusd.infra.keys import Keys
@@ -110,3 +111,22 @@ async def test_a_time_out_of_form_leaves_the_digest_to_the_whole_fold(
         assert await store.reads.day_digest(day, site=site, calendar=CALENDAR) is None
         [whole] = await trail_digests(store, [day], site=site, calendar=CALENDAR)
         assert whole.intact and whole.records == counted  # the fold orders times as text
+
+
+async def test_a_bad_row_breaks_the_days_digest_not_its_read(
+    aredis: aioredis.Redis, site: str
+) -> None:
+    keys, records = Keys("bonusd", site), trail(INSTANTS)
+    day = dt.date(2026, 10, 4)
+    odd = dataclasses.replace(records[2], time=5)  # type: ignore[arg-type]
+    for row in ("not json", odd.to_json()):  # seq 3, gaming day 3 October
+        await put_trail(aredis, keys.audit, records)
+        await aredis.lset(keys.audit, 2, row)
+        store = AuditStore(aredis, keys)
+        [whole] = await trail_digests(store, [day], site=site, calendar=CALENDAR)
+        assert not whole.intact and "record 3" in whole.chain
+        assert (whole.last_seq, whole.records) == (6, 3)  # the records around it still count
+        assert await store.reads.day_digest(day, site=site, calendar=CALENDAR) is None
+    checks = DigestChecks([whole])
+    checks.add([records[0], dataclasses.replace(records[1], seq=[2])])  # type: ignore[arg-type]
+    assert not checks.checks()[0].ok

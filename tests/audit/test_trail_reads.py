@@ -212,6 +212,16 @@ async def test_a_payload_canonical_json_cannot_hold_breaks_the_chain_not_the_rea
         assert part.check.broken_at == 30 and "does not match" in part.check.reason
 
 
+async def test_a_lone_surrogate_no_page_could_show_is_no_record(
+    aredis: aioredis.Redis, site: str, clock: ManualClock
+) -> None:
+    store, records = await _walked(aredis, site, clock)
+    row = records[28].to_json().replace('"desk"', '"\\ud800"')  # seq 29's actor
+    await aredis.lset(Keys("bonusd", site).audit, 28, row)
+    part = await store.reads.page(3)
+    assert [r.seq for r in part.records] == [30, 28] and part.check.broken_at == 29
+
+
 async def test_a_whole_walk_that_fails_part_way_is_walked_again_at_the_next_read(
     aredis: aioredis.Redis, site: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
