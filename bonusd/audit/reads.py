@@ -27,7 +27,7 @@ from itertools import islice
 from typing import Protocol
 
 from bonusd.audit.chain import UNREADABLE, AuditRecord, ChainCheck, Kind
-from bonusd.audit.checked import CheckedTrail, readable
+from bonusd.audit.checked import Changed, CheckedTrail, readable
 from bonusd.audit.digest import DayDigest, walked_digest
 from bonusd.clocks.clock import Clock, GamingCalendar
 
@@ -138,7 +138,10 @@ class TrailReads:
         any break the walk found, is not the record checked at its place (the first such
         is named, and the whole chain is walked again at the next read; a break the walk
         knows is not walked again for at every read that shows it)."""
-        changes = [trail.holds(pos, rec) for pos, rec in read]
+        return self._judged(trail, [trail.holds(pos, rec) for pos, rec in read])
+
+    def _judged(self, trail: CheckedTrail, changes: list[Changed | None]) -> ChainCheck:
+        """`held`, given what `CheckedTrail.holds` said of each record read back."""
         changed = min((c for c in changes if c), key=lambda c: c.position, default=None)
         known = trail.check
         if changed is None or (not known.ok and known.checked <= changed.position):
@@ -156,12 +159,12 @@ class TrailReads:
 
     async def of_kind(self, kind: Kind) -> TrailPart:
         """Every record of `kind`, in trail order, but those not as checked at their place
-        (the check names the first, and each is logged)."""
+        (the check names the first, and logs it)."""
         trail = await self.checked()
         read = await self.read(trail.of_kind(kind))
-        check = self.held(trail, read)
-        records = [rec for pos, rec in read if trail.holds(pos, rec) is None]
-        return TrailPart(records, check, trail.count)
+        changes = [trail.holds(pos, rec) for pos, rec in read]
+        records = [rec for (_, rec), change in zip(read, changes, strict=True) if change is None]
+        return TrailPart(records, self._judged(trail, changes), trail.count)
 
     async def day_digest(
         self, day: dt.date, *, site: str, calendar: GamingCalendar
